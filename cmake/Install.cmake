@@ -1,0 +1,1 @@
+# Installation rules live here (header, library, CMake package config, pkg-config file).

@@ -1,0 +1,41 @@
+#pragma once
+// The C ABI boundary's helpers: every pi_* function body runs inside guard(), which turns
+// exceptions into a pi_status and records the message for pi_last_error().
+#include <exception>
+#include <new>
+#include <string>
+
+#include "powerinfer.h"
+#include "support/error.hpp"
+
+namespace pi::api {
+
+void set_last_error(const std::string& message);
+void clear_last_error();
+
+template <typename F> pi_status guard(F&& body) noexcept {
+    try {
+        clear_last_error();
+        return body();
+    } catch (const pi::error& e) {
+        set_last_error(e.what());
+        return static_cast<pi_status>(e.code());
+    } catch (const std::bad_alloc&) {
+        set_last_error("out of memory");
+        return PI_ERR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        set_last_error(std::string("internal error: ") + e.what());
+        return PI_ERR_INTERNAL;
+    } catch (...) {
+        set_last_error("internal error: unknown exception");
+        return PI_ERR_INTERNAL;
+    }
+}
+
+// Throws pi::error(invalid_argument) naming the argument when p is NULL.
+template <typename T> T* require(T* p, const char* name) {
+    if (!p) fail(status::invalid_argument, "argument '", name, "' is NULL");
+    return p;
+}
+
+} // namespace pi::api

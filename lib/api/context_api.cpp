@@ -1,0 +1,103 @@
+#include <algorithm>
+#include <thread>
+
+#include "api/api_support.hpp"
+#include "api/handles.hpp"
+
+using namespace pi;
+using pi::api::guard;
+using pi::api::require;
+
+extern "C" {
+
+pi_context_params pi_context_default_params(void) {
+    pi_context_params p{};
+    p.struct_size = sizeof(p);
+    p.n_ctx = 512;
+    p.n_batch = 512;
+    p.n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+    p.seed = PI_SEED_RANDOM;
+    p.kv_f16 = 1;
+    return p;
+}
+
+pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi_context** out_ctx) {
+    return guard([&] {
+        require(out_ctx, "out_ctx");
+        *out_ctx = nullptr;
+        require(model, "model");
+        const pi_context_params p = api::read_params(params, pi_context_default_params(), "pi_context_params");
+        context_options o;
+        o.n_ctx = p.n_ctx == 0 ? model->impl->hp().n_ctx_train : p.n_ctx;
+        o.n_batch = p.n_batch;
+        o.n_threads = p.n_threads;
+        o.kv_f16 = p.kv_f16 != 0;
+        auto handle = std::make_unique<pi_context>();
+        handle->impl = std::make_unique<context>(*model->impl, o);
+        *out_ctx = handle.release();
+        return PI_OK;
+    });
+}
+
+void pi_context_free(pi_context* ctx) { delete ctx; }
+
+int32_t pi_context_n_ctx(const pi_context* ctx) { return ctx ? ctx->impl->options().n_ctx : 0; }
+
+int32_t pi_context_n_past(const pi_context* ctx) { return ctx ? ctx->impl->n_past() : 0; }
+
+void pi_context_cancel(pi_context* ctx) {
+    if (ctx) ctx->impl->cancel();
+}
+
+pi_status pi_kv_truncate(pi_context* ctx, int32_t pos) {
+    return guard([&] {
+        require(ctx, "ctx");
+        ctx->impl->truncate(pos);
+        return PI_OK;
+    });
+}
+
+pi_status pi_decode(pi_context* ctx, const pi_batch* batch) {
+    return guard([&] {
+        require(ctx, "ctx");
+        require(batch, "batch");
+        require(batch->tokens, "batch->tokens");
+        if (batch->n_tokens <= 0) fail(status::invalid_argument, "batch->n_tokens must be positive");
+        const auto n = static_cast<size_t>(batch->n_tokens);
+        ctx->impl->clear_cancel();
+        ctx->impl->decode(batch_view{std::span<const int32_t>(batch->tokens, n),
+                                     batch->pos ? std::span<const int32_t>(batch->pos, n) : std::span<const int32_t>{},
+                                     batch->logits ? std::span<const int8_t>(batch->logits, n) : std::span<const int8_t>{}});
+        return PI_OK;
+    });
+}
+
+const float* pi_get_logits(pi_context* ctx, int32_t i) {
+    if (!ctx) return nullptr;
+    const std::span<const float> l = ctx->impl->logits(i);
+    return l.empty() ? nullptr : l.data();
+}
+
+pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
+    return guard([&] {
+        require(ctx, "ctx");
+        require(stats, "stats");
+        if (stats->struct_size != sizeof(pi_context_stats))
+            fail(status::invalid_argument, "stats->struct_size must be sizeof(pi_context_stats)");
+        const run_stats& s = ctx->impl->stats();
+        stats->n_prompt_tokens = s.n_prompt_tokens;
+        stats->n_decode_tokens = s.n_decode_tokens;
+        stats->prompt_seconds = s.prompt_seconds;
+        stats->decode_seconds = s.decode_seconds;
+        stats->ffn_active_fraction = s.ffn_total_neurons == 0
+                                         ? 0.0
+                                         : static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
+        return PI_OK;
+    });
+}
+
+void pi_context_stats_reset(pi_context* ctx) {
+    if (ctx) ctx->impl->reset_stats();
+}
+
+} // extern "C"

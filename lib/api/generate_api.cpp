@@ -1,0 +1,120 @@
+#include <chrono>
+
+#include "api/api_support.hpp"
+#include "api/handles.hpp"
+#include "engine/generate.hpp"
+
+using namespace pi;
+using pi::api::guard;
+using pi::api::require;
+
+namespace {
+
+uint32_t resolve_seed(uint32_t seed) {
+    if (seed != PI_SEED_RANDOM) return seed;
+    return static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+sampler_options to_sampler_options(const pi_sampler_params& p) {
+    sampler_options o;
+    o.temperature = p.temperature;
+    o.top_k = p.top_k;
+    o.top_p = p.top_p;
+    o.seed = resolve_seed(p.seed);
+    return o;
+}
+
+struct callback_bridge {
+    pi_token_callback fn;
+    void* user_data;
+    static bool call(const char* text, size_t len, void* self) {
+        auto* b = static_cast<callback_bridge*>(self);
+        return b->fn(text, len, b->user_data) != 0;
+    }
+};
+
+} // namespace
+
+extern "C" {
+
+pi_sampler_params pi_sampler_default_params(void) {
+    pi_sampler_params p{};
+    p.struct_size = sizeof(p);
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.seed = PI_SEED_RANDOM;
+    return p;
+}
+
+pi_status pi_sampler_create(const pi_sampler_params* params, pi_sampler** out) {
+    return guard([&] {
+        require(out, "out");
+        *out = nullptr;
+        const pi_sampler_params p = api::read_params(params, pi_sampler_default_params(), "pi_sampler_params");
+        auto handle = std::make_unique<pi_sampler>();
+        handle->impl = std::make_unique<sampler>(to_sampler_options(p));
+        *out = handle.release();
+        return PI_OK;
+    });
+}
+
+void pi_sampler_free(pi_sampler* s) { delete s; }
+
+pi_status pi_sample(pi_sampler* s, const float* logits, int32_t n_vocab, pi_token* out_token) {
+    return guard([&] {
+        require(s, "sampler");
+        require(logits, "logits");
+        require(out_token, "out_token");
+        if (n_vocab <= 0) fail(status::invalid_argument, "n_vocab must be positive");
+        *out_token = s->impl->sample(std::span<const float>(logits, static_cast<size_t>(n_vocab)));
+        return PI_OK;
+    });
+}
+
+pi_generate_params pi_generate_default_params(void) {
+    pi_generate_params p{};
+    p.struct_size = sizeof(p);
+    p.max_tokens = 128;
+    p.sampling = pi_sampler_default_params();
+    p.add_bos = 1;
+    return p;
+}
+
+pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_params* params,
+                      pi_generate_result* result) {
+    return guard([&] {
+        require(ctx, "ctx");
+        require(prompt, "prompt");
+        if (result && result->struct_size != sizeof(pi_generate_result))
+            fail(status::invalid_argument, "result->struct_size must be sizeof(pi_generate_result)");
+        const pi_generate_params p = api::read_params(params, pi_generate_default_params(), "pi_generate_params");
+        if (p.n_stop > 0 && !p.stop) fail(status::invalid_argument, "pi_generate_params.stop is NULL but n_stop > 0");
+        generate_options o;
+        o.max_tokens = p.max_tokens;
+        o.sampling = to_sampler_options(api::read_params(&p.sampling, pi_sampler_default_params(), "pi_sampler_params"));
+        for (size_t i = 0; i < p.n_stop; ++i) {
+            if (!p.stop[i]) fail(status::invalid_argument, "stop string ", i, " is NULL");
+            o.stop.emplace_back(p.stop[i]);
+        }
+        o.add_bos = p.add_bos != 0;
+        callback_bridge bridge{p.callback, p.user_data};
+        if (p.callback) {
+            o.on_text = &callback_bridge::call;
+            o.user_data = &bridge;
+        }
+        ctx->impl->clear_cancel();
+        const generate_result r = generate(*ctx->impl, prompt, o);
+        if (result) {
+            result->n_prompt_tokens = r.n_prompt_tokens;
+            result->n_generated_tokens = r.n_generated_tokens;
+            result->prompt_seconds = r.prompt_seconds;
+            result->decode_seconds = r.decode_seconds;
+            result->stop_reason = static_cast<int32_t>(r.reason);
+        }
+        const bool interrupted = r.reason == stop_reason::callback || r.reason == stop_reason::cancelled;
+        return interrupted ? PI_STATUS_CANCELLED : PI_OK;
+    });
+}
+
+} // extern "C"

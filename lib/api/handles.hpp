@@ -1,0 +1,38 @@
+#pragma once
+// What the opaque handles of powerinfer.h hold.
+#include <cstring>
+#include <memory>
+
+#include "engine/context.hpp"
+#include "model/model.hpp"
+#include "sampling/sampler.hpp"
+#include "support/error.hpp"
+
+struct pi_model {
+    std::unique_ptr<pi::model> impl;
+};
+
+struct pi_context {
+    std::unique_ptr<pi::context> impl;
+};
+
+struct pi_sampler {
+    std::unique_ptr<pi::sampler> impl;
+};
+
+namespace pi::api {
+
+// Reads a caller's parameter struct, honouring struct_size: fields the caller's (older) header
+// did not have keep their defaults. Rejects a size smaller than the first field.
+template <typename T> T read_params(const T* given, T defaults, const char* name) {
+    if (!given) return defaults;
+    if (given->struct_size < sizeof(size_t) || given->struct_size > (size_t(1) << 20))
+        fail(status::invalid_argument, name, ".struct_size is ", given->struct_size,
+             "; set it to sizeof(", name, ")");
+    const size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
+    std::memcpy(static_cast<void*>(&defaults), given, n);
+    defaults.struct_size = sizeof(T);
+    return defaults;
+}
+
+} // namespace pi::api

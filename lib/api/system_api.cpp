@@ -1,0 +1,61 @@
+#include <mutex>
+#include <string>
+
+#include "api/api_support.hpp"
+#include "support/log.hpp"
+
+namespace {
+
+std::string cpu_features() {
+    std::string f;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) f += " AVX2";
+    if (__builtin_cpu_supports("fma")) f += " FMA";
+    if (__builtin_cpu_supports("f16c")) f += " F16C";
+    if (__builtin_cpu_supports("avx512f")) f += " AVX512F";
+#endif
+    return f.empty() ? " (none detected)" : f;
+}
+
+struct log_bridge {
+    pi_log_callback fn = nullptr;
+    void* user_data = nullptr;
+};
+log_bridge bridge;
+std::mutex bridge_mutex;
+
+void forward_log(pi::log_level level, const char* message, void*) {
+    // pi::log holds its own lock while calling us, so the bridge cannot change mid-call.
+    bridge.fn(static_cast<pi_log_level>(level), message, bridge.user_data);
+}
+
+} // namespace
+
+extern "C" {
+
+const char* pi_system_info(void) {
+    static std::mutex m;
+    static std::string info;
+    std::lock_guard lock(m);
+    info = std::string("libpowerinfer ") + pi_version() + "\n" +
+           "CPU backend: built in, scalar reference kernels, threads via oneTBB; CPU features:" + cpu_features() +
+           "\n" +
+           "CUDA backend: not part of this build (the libpowerinfer-cuda module does not exist yet)\n" +
+           "HIP backend: not part of this build (the libpowerinfer-hip module does not exist yet)\n";
+    return info.c_str();
+}
+
+void pi_log_set(pi_log_callback callback, void* user_data) {
+    std::lock_guard lock(bridge_mutex);
+    if (!callback) {
+        pi::set_log_sink(nullptr, nullptr);
+        return;
+    }
+    pi::set_log_sink(nullptr, nullptr); // detach before changing the bridge the sink reads
+    bridge.fn = callback;
+    bridge.user_data = user_data;
+    pi::set_log_sink(&forward_log, nullptr);
+}
+
+} // extern "C"

@@ -1,0 +1,146 @@
+/* The backend vtable: a C struct of function pointers plus a context pointer, so that a
+ * backend can live in its own shared object (loaded with dlopen) and the engine can call every
+ * kernel through one door. Backends include only this header and lib/quant/types.hpp.
+ *
+ * Conventions
+ * - Every function returns a pib_status (0 ok, negative error) unless noted.
+ * - Tensors are 2-D views into a backend buffer: ne0 elements per row, ne1 rows, nb1 bytes
+ *   between rows. Activations are F32 rows (one row per token); weights are any type the
+ *   backend lists as supported for the op; index lists are I32.
+ * - Kernels may run asynchronously; `synchronize` waits for everything submitted so far.
+ * - Kernels never allocate on the hot path and never abort: a bad argument returns an error.
+ */
+#ifndef PIB_BACKEND_H
+#define PIB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PIB_API_VERSION 1
+
+typedef enum pib_status {
+    PIB_OK = 0,
+    PIB_ERR_INVALID_ARGUMENT = -1,
+    PIB_ERR_UNSUPPORTED = -4,
+    PIB_ERR_OUT_OF_MEMORY = -5,
+    PIB_ERR_DEVICE = -7,
+} pib_status;
+
+typedef struct pib_buffer pib_buffer; /* defined by each backend */
+
+typedef struct pib_tensor {
+    uint32_t type;      /* ggml type id (lib/quant/types.hpp) */
+    int64_t ne0;        /* elements per row */
+    int64_t ne1;        /* rows */
+    size_t nb1;         /* bytes between consecutive rows */
+    pib_buffer *buffer; /* owning buffer */
+    size_t offset;      /* byte offset of row 0 inside the buffer */
+} pib_tensor;
+
+typedef enum pib_glu_kind {
+    PIB_GLU_RELU = 0,      /* out = relu(gate) * up          (ReGLU: ReLU-Llama, ProSparse) */
+    PIB_GLU_SILU = 1,      /* out = silu(gate) * up          (SwiGLU: plain Llama) */
+    PIB_GLU_RELU_RELU = 2, /* out = relu(gate) * relu(up)    (Bamboo) */
+} pib_glu_kind;
+
+typedef enum pib_rope_mode {
+    PIB_ROPE_NORMAL = 0, /* rotate adjacent pairs (x[2j], x[2j+1]) */
+    PIB_ROPE_NEOX = 2,   /* rotate (x[j], x[j + n_rot/2]) */
+} pib_rope_mode;
+
+typedef struct pib_rope_params {
+    int32_t n_head;    /* heads in each row */
+    int32_t head_dim;  /* elements per head */
+    int32_t n_rot;     /* rotated elements per head (<= head_dim) */
+    int32_t mode;      /* pib_rope_mode */
+    float freq_base;   /* theta_j = pos * freq_base^(-2j/n_rot) * freq_scale */
+    float freq_scale;
+} pib_rope_params;
+
+typedef struct pib_attention_params {
+    int32_t n_head;    /* query heads */
+    int32_t n_head_kv; /* key/value heads; query head h uses kv head h / (n_head / n_head_kv) */
+    int32_t head_dim;
+    int32_t n_kv;      /* cache rows to attend over (rows 0 .. n_kv-1) */
+    float scale;       /* usually 1/sqrt(head_dim) */
+} pib_attention_params;
+
+typedef struct pib_device_info {
+    const char *name;     /* e.g. "cpu", "NVIDIA GeForce RTX 4090" */
+    const char *kind;     /* "cpu", "cuda", "hip" */
+    size_t memory_total;  /* bytes */
+    size_t memory_free;   /* bytes */
+    int32_t host_visible; /* 1 when buffers are plain host memory (pointers usable in place) */
+} pib_device_info;
+
+typedef struct pib_vtable {
+    uint32_t api_version; /* PIB_API_VERSION */
+    void (*destroy)(void *ctx);
+    int (*device_info)(void *ctx, pib_device_info *out);
+    int (*set_n_threads)(void *ctx, int32_t n_threads);
+
+    /* ---- buffers ---- */
+    int (*buffer_alloc)(void *ctx, size_t size, pib_buffer **out);
+    /* Wrap host memory without copying; PIB_ERR_UNSUPPORTED on backends that cannot read host
+     * memory in place. The memory must outlive the buffer. */
+    int (*buffer_from_host)(void *ctx, void *ptr, size_t size, pib_buffer **out);
+    void (*buffer_free)(void *ctx, pib_buffer *buf); /* accepts NULL */
+    size_t (*buffer_size)(void *ctx, const pib_buffer *buf);
+    void *(*buffer_host_ptr)(void *ctx, pib_buffer *buf); /* NULL if not host-visible */
+    int (*buffer_upload)(void *ctx, pib_buffer *buf, size_t offset, const void *src, size_t n);
+    int (*buffer_download)(void *ctx, const pib_buffer *buf, size_t offset, void *dst, size_t n);
+    int (*buffer_clear)(void *ctx, pib_buffer *buf, size_t offset, size_t n); /* zero bytes */
+
+    int (*synchronize)(void *ctx);
+
+    /* ---- kernels ---- */
+    /* out[t][i] = table[ids[t]][i] converted to F32. ids: I32 [n] (1 row); out: F32 [ne0][n]. */
+    int (*get_rows)(void *ctx, const pib_tensor *table, const pib_tensor *ids, const pib_tensor *out);
+    /* dst[rows[t]] = src[t] converted to dst's type (F32 or F16). rows: I32 [n]. */
+    int (*set_rows)(void *ctx, const pib_tensor *src, const pib_tensor *rows, const pib_tensor *dst);
+    /* y[t][r] = sum_c w[r][c] * x[t][c]; w: [cols][rows], x: F32 [cols][n_tok], y: F32 [rows][n_tok]. */
+    int (*mul_mat)(void *ctx, const pib_tensor *w, const pib_tensor *x, const pib_tensor *y);
+    /* Row-sparse mat-mul: for token t, rows idx[t][0 .. count[t]-1] of y[t] get w_row . x[t];
+     * every other element of y[t] is set to 0. idx: I32 [>= max count][n_tok]; count: I32 [n_tok]. */
+    int (*mul_mat_sparse)(void *ctx, const pib_tensor *w, const pib_tensor *x, const pib_tensor *idx,
+                          const pib_tensor *count, const pib_tensor *y);
+    /* Column-sparse accumulate over a transposed matrix: y[t] += sum a[t][i] * wt_row_i over
+     * i in idx[t][0 .. count[t]-1] with a[t][i] != 0. wt: [n_out][n_ff], a: F32 [n_ff][n_tok],
+     * y: F32 [n_out][n_tok]. */
+    int (*axpy_sparse)(void *ctx, const pib_tensor *wt, const pib_tensor *a, const pib_tensor *idx,
+                       const pib_tensor *count, const pib_tensor *y);
+    /* Active-neuron lists: idx[t] = ascending i with p[t][i] >= threshold, count[t] = their number. */
+    int (*select_active)(void *ctx, const pib_tensor *p, float threshold, const pib_tensor *idx,
+                         const pib_tensor *count);
+    /* y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w; w: F32 [ne0][1]. y may alias x. */
+    int (*rms_norm)(void *ctx, const pib_tensor *x, const pib_tensor *w, float eps, const pib_tensor *y);
+    /* In-place rotary embedding of each head of each row; pos: I32 [n_tok]. */
+    int (*rope)(void *ctx, const pib_tensor *x, const pib_tensor *pos, const pib_rope_params *p);
+    /* Causal attention over a cache holding one row per position: for token t, cache row j is
+     * visible iff kv_pos[j] >= 0 and kv_pos[j] <= q_pos[t]. q, out: F32 [n_head*head_dim][n_tok];
+     * k_cache, v_cache: F32 or F16 [n_head_kv*head_dim][>= n_kv]; q_pos: I32 [n_tok];
+     * kv_pos: I32 [>= n_kv]. */
+    int (*attention)(void *ctx, const pib_tensor *q, const pib_tensor *k_cache,
+                     const pib_tensor *v_cache, const pib_tensor *q_pos, const pib_tensor *kv_pos,
+                     const pib_attention_params *p, const pib_tensor *out);
+    /* Element-wise on F32 tensors of equal shape; out may alias an input. */
+    int (*add)(void *ctx, const pib_tensor *a, const pib_tensor *b, const pib_tensor *out);
+    int (*relu)(void *ctx, const pib_tensor *x, const pib_tensor *out);
+    int (*glu)(void *ctx, const pib_tensor *gate, const pib_tensor *up, int32_t kind,
+               const pib_tensor *out);
+} pib_vtable;
+
+typedef struct pib_backend {
+    const pib_vtable *vt;
+    void *ctx;
+} pib_backend;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIB_BACKEND_H */

@@ -1,0 +1,72 @@
+#include "backend/device.hpp"
+
+#include "cpu/cpu_backend.h"
+
+namespace pi {
+
+buffer& buffer::operator=(buffer&& o) noexcept {
+    if (this != &o) {
+        reset();
+        dev_ = std::exchange(o.dev_, nullptr);
+        buf_ = std::exchange(o.buf_, nullptr);
+    }
+    return *this;
+}
+
+void buffer::reset() noexcept {
+    if (buf_) dev_->vt().buffer_free(dev_->ctx(), buf_);
+    buf_ = nullptr;
+    dev_ = nullptr;
+}
+
+device device::cpu(int n_threads, size_t memory_capacity) {
+    device d;
+    check("creating the CPU backend", pib_cpu_backend_create(n_threads, memory_capacity, &d.be_));
+    return d;
+}
+
+device& device::operator=(device&& o) noexcept {
+    if (this != &o) {
+        if (be_.vt) be_.vt->destroy(be_.ctx);
+        be_ = std::exchange(o.be_, pib_backend{nullptr, nullptr});
+    }
+    return *this;
+}
+
+device::~device() {
+    if (be_.vt) be_.vt->destroy(be_.ctx);
+}
+
+buffer device::alloc(size_t size) {
+    pib_buffer* b = nullptr;
+    check("allocating a buffer", be_.vt->buffer_alloc(be_.ctx, size, &b));
+    return buffer(this, b);
+}
+
+buffer device::wrap_host(void* ptr, size_t size) {
+    pib_buffer* b = nullptr;
+    check("wrapping host memory", be_.vt->buffer_from_host(be_.ctx, ptr, size, &b));
+    return buffer(this, b);
+}
+
+void device::upload(const buffer& b, size_t offset, const void* src, size_t n) {
+    check("uploading", be_.vt->buffer_upload(be_.ctx, b.get(), offset, src, n));
+}
+
+void device::download(const buffer& b, size_t offset, void* dst, size_t n) {
+    check("downloading", be_.vt->buffer_download(be_.ctx, b.get(), offset, dst, n));
+}
+
+void device::set_n_threads(int n) { check("setting threads", be_.vt->set_n_threads(be_.ctx, n)); }
+
+void device::check(const char* what, int st) {
+    switch (st) {
+    case PIB_OK: return;
+    case PIB_ERR_OUT_OF_MEMORY: fail(status::out_of_memory, "backend out of memory while ", what);
+    case PIB_ERR_UNSUPPORTED: fail(status::unsupported, "backend does not support ", what);
+    case PIB_ERR_INVALID_ARGUMENT: fail(status::internal, "backend rejected the arguments of ", what);
+    default: fail(status::internal, "backend failure (", st, ") in ", what);
+    }
+}
+
+} // namespace pi

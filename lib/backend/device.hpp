@@ -1,0 +1,74 @@
+#pragma once
+// RAII over a pib_backend instance and its buffers; turns kernel statuses into pi::error.
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "backend/backend.h"
+#include "quant/types.hpp"
+#include "support/error.hpp"
+
+namespace pi {
+
+class device;
+
+class buffer {
+public:
+    buffer() = default;
+    buffer(device* dev, pib_buffer* buf) : dev_(dev), buf_(buf) {}
+    buffer(buffer&& o) noexcept : dev_(std::exchange(o.dev_, nullptr)), buf_(std::exchange(o.buf_, nullptr)) {}
+    buffer& operator=(buffer&& o) noexcept;
+    buffer(const buffer&) = delete;
+    buffer& operator=(const buffer&) = delete;
+    ~buffer() { reset(); }
+
+    pib_buffer* get() const noexcept { return buf_; }
+    explicit operator bool() const noexcept { return buf_ != nullptr; }
+    void reset() noexcept;
+
+private:
+    device* dev_ = nullptr;
+    pib_buffer* buf_ = nullptr;
+};
+
+class device {
+public:
+    static device cpu(int n_threads, size_t memory_capacity = 0);
+    device() = default;
+    device(device&& o) noexcept : be_(std::exchange(o.be_, pib_backend{nullptr, nullptr})) {}
+    device& operator=(device&& o) noexcept;
+    device(const device&) = delete;
+    device& operator=(const device&) = delete;
+    ~device();
+
+    const pib_vtable& vt() const noexcept { return *be_.vt; }
+    void* ctx() const noexcept { return be_.ctx; }
+
+    buffer alloc(size_t size);
+    buffer wrap_host(void* ptr, size_t size);
+    void upload(const buffer& b, size_t offset, const void* src, size_t n);
+    void download(const buffer& b, size_t offset, void* dst, size_t n);
+    void set_n_threads(int n);
+
+    // Calls a kernel of the vtable and throws pi::error naming `what` on failure.
+    template <typename Fn, typename... Args> void run(const char* what, Fn pib_vtable::*fn, Args&&... args) {
+        check(what, (be_.vt->*fn)(be_.ctx, std::forward<Args>(args)...));
+    }
+    static void check(const char* what, int status);
+
+private:
+    pib_backend be_{nullptr, nullptr};
+};
+
+// A 2-D view of `rows` rows of `cols` elements at byte `offset` of `buf`.
+inline pib_tensor view(const buffer& buf, size_t offset, ggml_type type, int64_t cols, int64_t rows) {
+    return pib_tensor{static_cast<uint32_t>(type), cols, rows, row_bytes(type, cols), buf.get(), offset};
+}
+
+// The first `rows` rows of t (same row stride).
+inline pib_tensor first_rows(pib_tensor t, int64_t rows) {
+    t.ne1 = rows;
+    return t;
+}
+
+} // namespace pi

@@ -1,0 +1,84 @@
+#pragma once
+// The run state of one conversation: KV cache, scratch arena, statistics, cancellation.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/device.hpp"
+#include "model/model.hpp"
+
+namespace pi {
+
+struct context_options {
+    int32_t n_ctx = 512;
+    int32_t n_batch = 512;
+    int32_t n_threads = 1;
+    bool kv_f16 = true;
+};
+
+struct run_stats {
+    uint64_t n_prompt_tokens = 0;
+    uint64_t n_decode_tokens = 0;
+    double prompt_seconds = 0.0;
+    double decode_seconds = 0.0;
+    uint64_t ffn_active_neurons = 0; // summed over layers and tokens of sparse layers
+    uint64_t ffn_total_neurons = 0;
+};
+
+struct batch_view {
+    std::span<const int32_t> tokens;
+    std::span<const int32_t> pos;    // empty: consecutive after n_past
+    std::span<const int8_t> logits;  // empty: last token only
+};
+
+class context {
+public:
+    context(const model& m, const context_options& options);
+    ~context();
+
+    const model& get_model() const noexcept { return model_; }
+    const context_options& options() const noexcept { return options_; }
+
+    // Runs the batch; throws pi::error (invalid_argument, context_full, cancelled, ...).
+    void decode(const batch_view& batch);
+    // Logits of token i of the last batch (-1 = last with logits); empty if not requested.
+    std::span<const float> logits(int32_t i) const noexcept;
+
+    int32_t n_past() const noexcept { return n_past_; }
+    void truncate(int32_t pos); // forget cached positions >= pos
+
+    void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
+    void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
+    const run_stats& stats() const noexcept { return stats_; }
+    void reset_stats() noexcept { stats_ = {}; }
+
+private:
+    struct arena_layout;
+    void forward(int32_t n_tokens, std::span<const int32_t> out_rows);
+    void attention_block(size_t il, int32_t n);
+    void ffn_block(size_t il, int32_t n);
+    void check_cancel() const;
+    void forget_cells(std::span<const int32_t> positions);
+
+    const model& model_;
+    context_options options_;
+    std::unique_ptr<device> dev_;
+    std::unique_ptr<arena_layout> at_;
+    buffer arena_;
+    buffer kv_;
+    std::vector<int32_t> kv_pos_host_;  // position held by each cache row, -1 if empty
+    std::vector<int32_t> pos_host_;     // scratch for positions of a batch
+    std::vector<int32_t> out_rows_host_;
+    std::vector<int32_t> counts_host_;
+    std::vector<float> logits_;         // [n_out][n_vocab]
+    std::vector<int32_t> logits_row_of_token_;
+    int32_t n_outputs_ = 0;
+    int32_t n_past_ = 0;
+    int32_t n_kv_ = 0; // cache rows the attention of the current batch spans
+    std::atomic<bool> cancel_{false};
+    run_stats stats_;
+};
+
+} // namespace pi

@@ -1,0 +1,137 @@
+#pragma once
+// GGUF container: a bounds-checked reader over an mmapped file, and a writer.
+// Both magics are understood: "GGUF" (dense) and "PWRI" (PowerInfer sparse), versions 2 and 3.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "quant/types.hpp"
+
+namespace pi::gguf {
+
+enum class value_type : uint32_t {
+    u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
+    string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+};
+
+const char* value_type_name(value_type t) noexcept;
+
+// An array value: element type plus elements, stored widened (integers as int64/uint64,
+// floats as double, strings as std::string) — vocabularies are the only large arrays.
+struct array_value {
+    value_type elem_type = value_type::u8;
+    std::vector<std::variant<uint64_t, int64_t, double, bool, std::string>> elems;
+};
+
+struct value {
+    value_type type = value_type::u8;
+    std::variant<uint64_t, int64_t, double, bool, std::string, array_value> data;
+};
+
+struct tensor_info {
+    std::string name;
+    uint32_t n_dims = 0;
+    int64_t ne[4] = {1, 1, 1, 1}; // ne[0] is the contiguous row length
+    ggml_type type = ggml_type::f32;
+    uint64_t offset = 0;    // relative to the data section
+    uint64_t n_bytes = 0;   // size of the tensor's data
+    const uint8_t* data = nullptr; // inside the mapping; valid while the file lives
+
+    int64_t n_elements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+// A parsed GGUF file. Every count, length, offset and size has been checked against the
+// file size before use; open() throws pi::error(status::format / status::io) naming the cause.
+class file {
+public:
+    static std::unique_ptr<file> open(const std::string& path);
+    ~file();
+    file(const file&) = delete;
+    file& operator=(const file&) = delete;
+
+    const std::string& path() const noexcept { return path_; }
+    bool sparse() const noexcept { return sparse_; } // magic "PWRI"
+    uint32_t version() const noexcept { return version_; }
+    uint64_t alignment() const noexcept { return alignment_; }
+    uint64_t data_offset() const noexcept { return data_offset_; } // start of the data section
+    std::span<const uint8_t> bytes() const noexcept; // the whole mapped file
+
+    const std::vector<std::pair<std::string, value>>& metadata() const noexcept { return kv_; }
+    const value* find(std::string_view key) const noexcept;
+    const std::vector<tensor_info>& tensors() const noexcept { return tensors_; }
+    const tensor_info* find_tensor(std::string_view name) const noexcept;
+
+    // Typed getters: throw pi::error(status::format) naming the key when the key exists with an
+    // incompatible type; the defaulted versions return the default when the key is absent,
+    // the others throw when it is absent. Integer getters accept any integer type whose value fits.
+    uint32_t get_u32(std::string_view key) const;
+    uint32_t get_u32(std::string_view key, uint32_t def) const;
+    uint64_t get_u64(std::string_view key, uint64_t def) const;
+    int32_t get_i32(std::string_view key, int32_t def) const;
+    float get_f32(std::string_view key) const;
+    float get_f32(std::string_view key, float def) const;
+    bool get_bool(std::string_view key, bool def) const;
+    std::string get_string(std::string_view key) const;
+    std::string get_string(std::string_view key, const std::string& def) const;
+    std::vector<std::string> get_string_array(std::string_view key) const; // throws if absent
+    std::vector<float> get_f32_array(std::string_view key) const;          // empty if absent
+    std::vector<int32_t> get_i32_array(std::string_view key) const;        // empty if absent
+
+private:
+    file() = default;
+    struct mapping;
+    std::unique_ptr<mapping> map_;
+    std::string path_;
+    bool sparse_ = false;
+    uint32_t version_ = 0;
+    uint64_t alignment_ = 32;
+    uint64_t data_offset_ = 0;
+    std::vector<std::pair<std::string, value>> kv_;
+    std::vector<tensor_info> tensors_;
+    std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+// Builds a GGUF v3 file in memory order: metadata in insertion order, tensors in insertion
+// order, each tensor's data padded to the alignment. write() writes to a temporary file next to
+// the target and renames it, so an interrupted write leaves no half file.
+class writer {
+public:
+    explicit writer(bool sparse, uint32_t alignment = 32);
+
+    void set(std::string key, value v); // replaces an existing key, keeps its position
+    void set_u32(std::string key, uint32_t v);
+    void set_i32(std::string key, int32_t v);
+    void set_u64(std::string key, uint64_t v);
+    void set_f32(std::string key, float v);
+    void set_bool(std::string key, bool v);
+    void set_string(std::string key, std::string v);
+    void set_string_array(std::string key, std::vector<std::string> v);
+    void set_f32_array(std::string key, std::span<const float> v);
+    void set_i32_array(std::string key, std::span<const int32_t> v);
+
+    // dims[0] is the contiguous row length; data must hold exactly the tensor's bytes.
+    void add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,
+                    std::vector<uint8_t> data);
+
+    void write(const std::string& path) const; // throws pi::error(status::io)
+
+private:
+    struct pending_tensor {
+        std::string name;
+        ggml_type type;
+        std::vector<int64_t> dims;
+        std::vector<uint8_t> data;
+    };
+    bool sparse_;
+    uint32_t alignment_;
+    std::vector<std::pair<std::string, value>> kv_;
+    std::vector<pending_tensor> tensors_;
+};
+
+} // namespace pi::gguf

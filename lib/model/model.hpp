@@ -1,0 +1,105 @@
+#pragma once
+// A loaded model: hyper-parameters, tokenizer and views of every weight in a backend buffer.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device.hpp"
+#include "model/arch.hpp"
+
+namespace pi {
+
+namespace gguf {
+class file;
+}
+class tokenizer;
+
+enum class ffn_activation_choice { from_file, relu, silu };
+
+struct load_options {
+    bool use_mmap = true;
+    ffn_activation_choice activation = ffn_activation_choice::from_file;
+    bool force_dense = false;          // compute every neuron even in a sparse file
+    bool override_threshold = false;
+    float sparse_threshold = 0.0f;
+    // Returns false to cancel; progress in [0, 1].
+    bool (*progress)(float progress, void* user_data) = nullptr;
+    void* progress_user_data = nullptr;
+};
+
+struct hparams {
+    const arch_desc* arch = nullptr;
+    int32_t n_vocab = 0;
+    int32_t n_ctx_train = 0;
+    int32_t n_embd = 0;
+    int32_t n_layer = 0;
+    int32_t n_head = 0;
+    int32_t n_head_kv = 0;
+    int32_t n_ff = 0;
+    int32_t head_dim = 0;
+    int32_t n_rot = 0;
+    float rms_eps = 1e-5f;
+    float rope_freq_base = 10000.0f;
+    float rope_freq_scale = 1.0f;
+
+    int32_t n_embd_kv() const noexcept { return n_head_kv * head_dim; }
+};
+
+struct layer_weights {
+    pib_tensor attn_norm, wq, wk, wv, wo;
+    pib_tensor ffn_norm, gate, up;
+    pib_tensor down;   // dense files: [n_ff, n_embd]
+    pib_tensor down_t; // sparse files: [n_embd, n_ff], row i = neuron i
+    pib_tensor fc1, fc2;
+    int32_t predictor_rank = 0;
+};
+
+class model {
+public:
+    static std::unique_ptr<model> load(const std::string& path, const load_options& options);
+    ~model();
+
+    const hparams& hp() const noexcept { return hp_; }
+    const tokenizer& vocab() const noexcept { return *tokenizer_; }
+    const gguf::file& file() const noexcept { return *file_; }
+    bool sparse_file() const noexcept { return sparse_file_; }
+    bool sparse_inference() const noexcept { return sparse_inference_; }
+    float sparse_threshold() const noexcept { return threshold_; }
+    pib_glu_kind glu() const noexcept { return glu_; }
+    const std::string& name() const noexcept { return name_; }
+    uint64_t n_params() const noexcept { return n_params_; }
+    ggml_type ffn_type() const noexcept { return ffn_type_; }
+
+    const pib_tensor& token_embd() const noexcept { return token_embd_; }
+    const pib_tensor& output_norm() const noexcept { return output_norm_; }
+    const pib_tensor& output() const noexcept { return output_; }
+    const std::vector<layer_weights>& layers() const noexcept { return layers_; }
+    int32_t max_predictor_rank() const noexcept;
+
+private:
+    model();
+    void read_hparams();
+    void bind_tensors(const load_options& options);
+    pib_tensor bind(const std::string& name, int64_t ne0, int64_t ne1);
+
+    std::unique_ptr<gguf::file> file_;
+    std::unique_ptr<tokenizer> tokenizer_;
+    std::unique_ptr<device> host_;   // owns the weights buffer (a CPU backend instance)
+    buffer weights_;
+    std::vector<uint8_t> owned_bytes_; // no-mmap loads copy the data section here
+    const uint8_t* data_base_ = nullptr;
+
+    hparams hp_;
+    std::string name_;
+    bool sparse_file_ = false;
+    bool sparse_inference_ = false;
+    float threshold_ = 0.0f;
+    pib_glu_kind glu_ = PIB_GLU_RELU;
+    uint64_t n_params_ = 0;
+    ggml_type ffn_type_ = ggml_type::f32;
+    pib_tensor token_embd_{}, output_norm_{}, output_{};
+    std::vector<layer_weights> layers_;
+};
+
+} // namespace pi

@@ -1,0 +1,56 @@
+#pragma once
+// Tokenizers built from GGUF metadata: SPM (tokenizer.ggml.model = "llama") today.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pi::gguf {
+class file;
+}
+
+namespace pi {
+
+enum class token_type : int32_t {
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+struct vocab {
+    std::vector<std::string> text;   // token text as stored (U+2581 for spaces in SPM)
+    std::vector<float> score;
+    std::vector<token_type> type;
+    int32_t bos = 1, eos = 2, unk = 0, sep = -1, pad = -1;
+    int32_t newline = -1; // id of "<0x0A>" (SPM)
+};
+
+class tokenizer {
+public:
+    // Reads tokenizer.ggml.* from the file; throws pi::error(status::format) naming the key
+    // at fault, or status::unsupported for tokenizer models other than "llama".
+    static std::unique_ptr<tokenizer> from_gguf(const gguf::file& f);
+    static std::unique_ptr<tokenizer> from_vocab(vocab v); // throws like from_gguf
+    ~tokenizer();
+
+    const vocab& vocabulary() const noexcept;
+    int32_t n_tokens() const noexcept;
+
+    // SPM semantics of spec §7.1 with special = false: a leading space is added to non-empty
+    // text; "" gives [] (or [BOS] when add_bos). Never throws on any UTF-8 or invalid bytes.
+    std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+
+    // Text of one token as it appears in output: U+2581 -> ' ', byte tokens -> their raw byte,
+    // control tokens -> "", unknown -> U+2585. Throws pi::error(invalid_argument) on a bad id.
+    std::string piece(int32_t id) const;
+
+    // Concatenation of pieces; drops the one leading space of the first piece after an optional
+    // BOS (the inverse of encode's leading space). Throws on a bad id.
+    std::string decode(const int32_t* ids, size_t n) const;
+
+private:
+    tokenizer();
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace pi
