@@ -26,10 +26,10 @@ namespace pi::api {
 // did not have keep their defaults. Rejects a size smaller than the first field.
 template <typename T> T read_params(const T* given, T defaults, const char* name) {
     if (!given) return defaults;
-    if (given->struct_size < sizeof(size_t) || given->struct_size > (size_t(1) << 20))
-        fail(status::invalid_argument, name, ".struct_size is ", given->struct_size,
-             "; set it to sizeof(", name, ")");
-    const size_t n = given->struct_size < sizeof(T) ? given->struct_size : sizeof(T);
+    const size_t size = given->struct_size;
+    if (size < sizeof(size_t) || size > (size_t(1) << 20))
+        fail(status::invalid_argument, name, ".struct_size is ", size, "; set it to sizeof(", name, ")");
+    const size_t n = size < sizeof(T) ? size : sizeof(T);
     std::memcpy(static_cast<void*>(&defaults), given, n);
     defaults.struct_size = sizeof(T);
     return defaults;

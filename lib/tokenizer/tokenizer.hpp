@@ -27,7 +27,7 @@ struct vocab {
 class tokenizer {
 public:
     // Reads tokenizer.ggml.* from the file; throws pi::error(status::format) naming the key
-    // at fault, or status::unsupported for tokenizer models other than "llama".
+    // at fault (or the unknown tokenizer.ggml.model value), status::unsupported for "gpt2".
     static std::unique_ptr<tokenizer> from_gguf(const gguf::file& f);
     static std::unique_ptr<tokenizer> from_vocab(vocab v); // throws like from_gguf
     ~tokenizer();

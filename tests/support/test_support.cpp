@@ -32,3 +32,47 @@ std::string scratch_dir(const std::string& name) {
 }
 
 } // namespace pi::test
+
+namespace pi::test {
+
+synth_options tiny_model_options(bool sparse) {
+    synth_options o;
+    o.n_embd = 64;
+    o.n_layer = 2;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_ff = 176;
+    o.n_ctx_train = 256;
+    o.sparse = sparse;
+    o.seed = 7;
+    o.vocab_path = (std::filesystem::path(data_dir()) / "ggml-vocab-llama-spm.gguf").string();
+    return o;
+}
+
+std::string write_tiny_model(const std::string& dir, const std::string& name, const synth_options& o) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    write_synthetic_model(o, path);
+    return path;
+}
+
+std::string rewrite_model(const std::string& src, const std::string& dst,
+                          const std::function<void(model_edit&)>& edit) {
+    const auto f = gguf::file::open(src);
+    model_edit e;
+    e.sparse = f->sparse();
+    e.kv = f->metadata();
+    for (const gguf::tensor_info& t : f->tensors()) {
+        model_edit::tensor copy{t.name, t.type, {}, std::vector<uint8_t>(t.data, t.data + t.n_bytes)};
+        for (uint32_t i = 0; i < t.n_dims; ++i) copy.dims.push_back(t.ne[i]);
+        e.tensors.push_back(std::move(copy));
+    }
+    edit(e);
+    gguf::writer w(e.sparse);
+    for (auto& [key, value] : e.kv)
+        if (key != "general.alignment") w.set(key, value);
+    for (auto& t : e.tensors) w.add_tensor(t.name, t.type, t.dims, std::move(t.data));
+    w.write(dst);
+    return dst;
+}
+
+} // namespace pi::test

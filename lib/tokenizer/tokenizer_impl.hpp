@@ -1,0 +1,42 @@
+#pragma once
+// State shared by the files of lib/tokenizer: the validated vocabulary and its lookup tables.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/tokenizer.hpp"
+
+namespace pi {
+
+struct text_hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+        return std::hash<std::string_view>{}(s);
+    }
+};
+
+// Separate from tokenizer::impl (a private name) so the encoder's file can take it.
+struct vocab_tables {
+    vocab v;
+    // Lookups take views into the text being encoded, so the map accepts string_view keys.
+    std::unordered_map<std::string, int32_t, text_hash, std::equal_to<>> id_of;
+    size_t max_token_bytes = 0; // longer candidate merges cannot be tokens: skip the lookup
+    std::array<int32_t, 256> byte_token{}; // id of "<0xXX>", or unk (-1 when neither exists)
+    std::vector<uint8_t> byte_value;       // raw byte of each BYTE token (0 for others)
+
+    int32_t find(std::string_view text) const noexcept {
+        const auto it = id_of.find(text);
+        return it == id_of.end() ? -1 : it->second;
+    }
+};
+
+struct tokenizer::impl : vocab_tables {};
+
+// SPM encoding of spec §7.1 (special = false, so with the leading space) appended to `out`.
+void spm_encode(const vocab_tables& t, std::string_view text, std::vector<int32_t>& out);
+
+} // namespace pi

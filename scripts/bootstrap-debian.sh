@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what building and testing libpowerinfer needs on Debian 12, as root or through sudo.
+# Safe to run again: packages already present are left alone, and nothing is fetched when all
+# of them are.
+#
+#   scripts/bootstrap-debian.sh [--hip]
+#
+#   --hip   also install hipcc, for the optional HIP backend
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
+          python3-pip)
+for arg in "$@"; do
+    case "$arg" in
+    --hip) packages+=(hipcc) ;;
+    -h | --help)
+        sed -n '2,8s/^# \{0,1\}//p' "$0"
+        exit 0
+        ;;
+    *)
+        echo "bootstrap-debian.sh: unknown argument '$arg' (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$package")
+    fi
+done
+if ((${#missing[@]} == 0)); then
+    echo "bootstrap-debian.sh: all build dependencies are installed"
+    exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+    if ! command -v sudo >/dev/null; then
+        echo "bootstrap-debian.sh: run as root or install sudo (missing: ${missing[*]})" >&2
+        exit 1
+    fi
+    sudo=(sudo)
+fi
+echo "bootstrap-debian.sh: installing ${missing[*]}"
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${missing[@]}"

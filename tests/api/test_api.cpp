@@ -1,0 +1,290 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "powerinfer.h"
+
+namespace {
+
+std::string data_file(const char* name) {
+    const char* env = std::getenv("PI_TEST_DATA");
+    return std::string(env && *env ? env : PI_TEST_DATA_DIR) + "/" + name;
+}
+
+bool have_vocab() {
+    std::ifstream f(data_file("ggml-vocab-llama-spm.gguf"));
+    if (f) return true;
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL("shared test data missing under CI");
+    MESSAGE("SKIPPED: shared test data not found");
+    return false;
+}
+
+const std::string& tiny_model() {
+    static const std::string path = [] {
+        const std::string vocab = data_file("ggml-vocab-llama-spm.gguf");
+        pi_synth_params p = pi_synth_default_params();
+        p.n_embd = 64;
+        p.n_layer = 2;
+        p.n_head = 4;
+        p.n_head_kv = 2;
+        p.n_ff = 176;
+        p.seed = 3;
+        p.vocab_path = vocab.c_str();
+        const std::string out = std::string(PI_TEST_BINARY_DIR) + "/api_tiny.gguf";
+        REQUIRE(pi_synth_model_write(&p, out.c_str()) == PI_OK);
+        return out;
+    }();
+    return path;
+}
+
+struct loaded {
+    pi_model* model = nullptr;
+    pi_context* ctx = nullptr;
+    loaded() {
+        REQUIRE(pi_model_load(tiny_model().c_str(), nullptr, &model) == PI_OK);
+        pi_context_params cp = pi_context_default_params();
+        cp.n_ctx = 128;
+        cp.n_threads = 1;
+        REQUIRE(pi_context_create(model, &cp, &ctx) == PI_OK);
+    }
+    ~loaded() {
+        pi_context_free(ctx);
+        pi_model_free(model);
+    }
+};
+
+std::string generate_text(pi_context* ctx, const char* prompt, int n) {
+    std::string out;
+    pi_generate_params gp = pi_generate_default_params();
+    gp.max_tokens = n;
+    gp.sampling.temperature = 0.0f;
+    gp.callback = [](const char* t, size_t len, void* u) {
+        static_cast<std::string*>(u)->append(t, len);
+        return 1;
+    };
+    gp.user_data = &out;
+    REQUIRE(pi_generate(ctx, prompt, &gp, nullptr) == PI_OK);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("status names and the version are available") {
+    CHECK(std::string(pi_status_str(PI_ERR_FORMAT)) == "PI_ERR_FORMAT");
+    CHECK(std::string(pi_status_str(static_cast<pi_status>(-99))) == "PI_ERR_UNKNOWN_STATUS");
+    CHECK(std::string(pi_version()) == "0.1.0");
+    CHECK(std::string(pi_system_info()).find("CPU backend") != std::string::npos);
+}
+
+TEST_CASE("NULL arguments give PI_ERR_INVALID_ARGUMENT and name the argument") {
+    pi_model* m = reinterpret_cast<pi_model*>(0x1);
+    CHECK(pi_model_load(nullptr, nullptr, &m) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(m == nullptr);
+    CHECK(std::string(pi_last_error()).find("path") != std::string::npos);
+    CHECK(pi_model_load("x", nullptr, nullptr) == PI_ERR_INVALID_ARGUMENT);
+    pi_context* c = nullptr;
+    CHECK(pi_context_create(nullptr, nullptr, &c) == PI_ERR_INVALID_ARGUMENT);
+    size_t n = 0;
+    CHECK(pi_tokenize(nullptr, "a", 1, 1, nullptr, 0, &n) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_decode(nullptr, nullptr) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_generate(nullptr, "x", nullptr, nullptr) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_sample(nullptr, nullptr, 0, nullptr) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_synth_model_write(nullptr, "x") == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_get_logits(nullptr, 0) == nullptr);
+    CHECK(pi_token_bos(nullptr) == -1);
+    pi_model_free(nullptr);
+    pi_context_free(nullptr);
+    pi_sampler_free(nullptr);
+    pi_context_cancel(nullptr);
+}
+
+TEST_CASE("a missing file is PI_ERR_IO and a non-GGUF file is PI_ERR_FORMAT") {
+    pi_model* m = nullptr;
+    CHECK(pi_model_load("/nonexistent/model.gguf", nullptr, &m) == PI_ERR_IO);
+    CHECK(std::string(pi_last_error()).find("/nonexistent/model.gguf") != std::string::npos);
+    const std::string junk = std::string(PI_TEST_BINARY_DIR) + "/junk.gguf";
+    std::ofstream(junk) << "this is not a model file at all, just text";
+    CHECK(pi_model_load(junk.c_str(), nullptr, &m) == PI_ERR_FORMAT);
+    CHECK(m == nullptr);
+}
+
+TEST_CASE("the last error is per thread") {
+    pi_model* m = nullptr;
+    CHECK(pi_model_load(nullptr, nullptr, &m) == PI_ERR_INVALID_ARGUMENT);
+    std::string other;
+    std::thread([&] { other = pi_last_error(); }).join();
+    CHECK(other.empty());
+    CHECK(std::string(pi_last_error()).size() > 0);
+}
+
+TEST_CASE("a parameter struct with a bad struct_size is rejected") {
+    pi_model* m = nullptr;
+    pi_model_params mp = pi_model_default_params();
+    mp.struct_size = 1;
+    CHECK(pi_model_load("x", &mp, &m) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pi_last_error()).find("struct_size") != std::string::npos);
+}
+
+TEST_CASE("model info describes the file") {
+    if (!have_vocab()) return;
+    loaded l;
+    pi_model_info info;
+    info.struct_size = sizeof(info);
+    REQUIRE(pi_model_info_get(l.model, &info) == PI_OK);
+    CHECK(std::string(info.architecture) == "llama");
+    CHECK(info.n_layer == 2);
+    CHECK(info.n_vocab == 32000);
+    CHECK(info.sparse == 1);
+    CHECK(info.sparse_inference == 1);
+    CHECK(info.predictor_rank[0] > 0);
+    CHECK(info.n_params > 0);
+    CHECK(std::string(info.weight_type) == "F32");
+    info.struct_size = 3;
+    CHECK(pi_model_info_get(l.model, &info) == PI_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("tokenize reports the needed size, and detokenize inverts it") {
+    if (!have_vocab()) return;
+    loaded l;
+    const char* text = "Hello world";
+    size_t n = 0;
+    CHECK(pi_tokenize(l.model, text, std::strlen(text), 1, nullptr, 0, &n) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(n == 3);
+    std::vector<pi_token> ids(n);
+    REQUIRE(pi_tokenize(l.model, text, std::strlen(text), 1, ids.data(), ids.size(), &n) == PI_OK);
+    CHECK(ids == std::vector<pi_token>{1, 15043, 3186});
+    char buf[64];
+    size_t len = 0;
+    REQUIRE(pi_detokenize(l.model, ids.data(), ids.size(), buf, sizeof buf, &len) == PI_OK);
+    CHECK(std::string(buf) == text);
+    CHECK(pi_detokenize(l.model, ids.data(), ids.size(), buf, 4, &len) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(len == std::strlen(text));
+    REQUIRE(pi_token_to_piece(l.model, 15043, buf, sizeof buf, &len) == PI_OK);
+    CHECK(std::string(buf, len) == " Hello");
+    CHECK(pi_token_to_piece(l.model, 99999, buf, sizeof buf, &len) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_token_bos(l.model) == 1);
+    CHECK(pi_token_eos(l.model) == 2);
+    CHECK(pi_token_newline(l.model) == 13);
+}
+
+TEST_CASE("decode validates its batch and exposes logits") {
+    if (!have_vocab()) return;
+    loaded l;
+    const pi_token toks[3] = {1, 15043, 3186};
+    pi_batch b = {3, toks, nullptr, nullptr};
+    REQUIRE(pi_decode(l.ctx, &b) == PI_OK);
+    CHECK(pi_get_logits(l.ctx, -1) != nullptr);
+    CHECK(pi_get_logits(l.ctx, 0) == nullptr);
+    CHECK(pi_context_n_past(l.ctx) == 3);
+    const pi_token bad[1] = {-5};
+    pi_batch bb = {1, bad, nullptr, nullptr};
+    CHECK(pi_decode(l.ctx, &bb) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pi_last_error()).find("-5") != std::string::npos);
+    pi_batch empty = {0, toks, nullptr, nullptr};
+    CHECK(pi_decode(l.ctx, &empty) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_kv_truncate(l.ctx, 0) == PI_OK);
+    CHECK(pi_context_n_past(l.ctx) == 0);
+}
+
+TEST_CASE("absurd context parameters are rejected") {
+    if (!have_vocab()) return;
+    loaded l;
+    pi_context* c = nullptr;
+    pi_context_params cp = pi_context_default_params();
+    cp.n_threads = -1;
+    CHECK(pi_context_create(l.model, &cp, &c) == PI_ERR_INVALID_ARGUMENT);
+    cp = pi_context_default_params();
+    cp.n_ctx = -5;
+    CHECK(pi_context_create(l.model, &cp, &c) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(c == nullptr);
+}
+
+TEST_CASE("greedy pi_generate is deterministic and the prompt must fit") {
+    if (!have_vocab()) return;
+    loaded l;
+    const std::string a = generate_text(l.ctx, "The capital of France", 8);
+    CHECK(a == generate_text(l.ctx, "The capital of France", 8));
+    CHECK(!a.empty());
+    std::string long_prompt;
+    for (int i = 0; i < 200; ++i) long_prompt += "word ";
+    CHECK(pi_generate(l.ctx, long_prompt.c_str(), nullptr, nullptr) == PI_ERR_CONTEXT_FULL);
+}
+
+TEST_CASE("a callback returning 0 stops pi_generate with PI_STATUS_CANCELLED") {
+    if (!have_vocab()) return;
+    loaded l;
+    pi_generate_params gp = pi_generate_default_params();
+    gp.callback = [](const char*, size_t, void*) { return 0; };
+    pi_generate_result r;
+    r.struct_size = sizeof(r);
+    CHECK(pi_generate(l.ctx, "Hi", &gp, &r) == PI_STATUS_CANCELLED);
+    CHECK(r.stop_reason == PI_STOP_CALLBACK);
+}
+
+TEST_CASE("the load progress callback is called and can cancel") {
+    if (!have_vocab()) return;
+    pi_model_params mp = pi_model_default_params();
+    int calls = 0;
+    mp.progress = [](float p, void* u) {
+        ++*static_cast<int*>(u);
+        return p < 0.5f ? 1 : 0;
+    };
+    mp.progress_user_data = &calls;
+    pi_model* m = nullptr;
+    CHECK(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_STATUS_CANCELLED);
+    CHECK(m == nullptr);
+    CHECK(calls > 0);
+}
+
+TEST_CASE("the sampler API samples greedily at temperature 0") {
+    pi_sampler_params sp = pi_sampler_default_params();
+    sp.temperature = 0.0f;
+    pi_sampler* s = nullptr;
+    REQUIRE(pi_sampler_create(&sp, &s) == PI_OK);
+    const float logits[4] = {0.1f, 3.0f, 2.0f, -1.0f};
+    pi_token t = -1;
+    CHECK(pi_sample(s, logits, 4, &t) == PI_OK);
+    CHECK(t == 1);
+    CHECK(pi_sample(s, logits, 0, &t) == PI_ERR_INVALID_ARGUMENT);
+    pi_sampler_free(s);
+}
+
+TEST_CASE("the log callback receives warnings") {
+    if (!have_vocab()) return;
+    std::atomic<int> warnings{0};
+    pi_log_set([](pi_log_level level, const char*, void* u) {
+        if (level >= PI_LOG_WARN) ++*static_cast<std::atomic<int>*>(u);
+    }, &warnings);
+    setenv("LLAMA_SPARSE_PRED_THRESHOLD", "not-a-number", 1);
+    pi_model* m = nullptr;
+    CHECK(pi_model_load(tiny_model().c_str(), nullptr, &m) == PI_OK);
+    unsetenv("LLAMA_SPARSE_PRED_THRESHOLD");
+    pi_log_set(nullptr, nullptr);
+    pi_model_free(m);
+    CHECK(warnings.load() >= 1);
+}
+
+TEST_CASE("two contexts on one model generate the same text in two threads") {
+    if (!have_vocab()) return;
+    loaded l;
+    pi_context* c2 = nullptr;
+    pi_context_params cp = pi_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;
+    REQUIRE(pi_context_create(l.model, &cp, &c2) == PI_OK);
+    std::string a, b;
+    std::thread t1([&] { a = generate_text(l.ctx, "Tell me a story", 8); });
+    std::thread t2([&] { b = generate_text(c2, "Tell me a story", 8); });
+    t1.join();
+    t2.join();
+    CHECK(a == b);
+    pi_context_free(c2);
+}

@@ -1,0 +1,312 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "engine/context.hpp"
+#include "engine/generate.hpp"
+#include "model/model.hpp"
+#include "support/error.hpp"
+#include "support/test_support.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+using namespace pi;
+
+namespace {
+
+bool have_vocab() { return test::require_data_file("ggml-vocab-llama-spm.gguf"); }
+
+std::string model_file(const std::string& name, bool sparse, float noise = 0.0f, bool f16 = false) {
+    static const std::string dir = test::scratch_dir("engine");
+    synth_options o = test::tiny_model_options(sparse);
+    o.predictor_noise = noise;
+    o.weight_type = f16 ? ggml_type::f16 : ggml_type::f32;
+    return test::write_tiny_model(dir, name, o);
+}
+
+const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
+
+std::vector<int32_t> greedy(const model& m, int n_threads, int n_new) {
+    context_options co;
+    co.n_ctx = 64;
+    co.n_threads = n_threads;
+    context ctx(m, co);
+    ctx.decode(batch_view{prompt, {}, {}});
+    std::vector<int32_t> out;
+    for (int i = 0; i < n_new; ++i) {
+        const auto l = ctx.logits(-1);
+        const auto next = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+        out.push_back(next);
+        const int32_t one[1] = {next};
+        ctx.decode(batch_view{one, {}, {}});
+    }
+    return out;
+}
+
+std::vector<float> last_logits(const model& m) {
+    context_options co;
+    co.n_ctx = 64;
+    co.kv_f16 = false;
+    context ctx(m, co);
+    ctx.decode(batch_view{prompt, {}, {}});
+    const auto l = ctx.logits(-1);
+    return {l.begin(), l.end()};
+}
+
+float max_abs(const std::vector<float>& v) {
+    float r = 0;
+    for (float x : v) r = std::max(r, std::abs(x));
+    return r;
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+    float r = 0;
+    for (size_t i = 0; i < a.size(); ++i) r = std::max(r, std::abs(a[i] - b[i]));
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("with an exact predictor, sparse and dense files of one seed give the same greedy tokens") {
+    if (!have_vocab()) return;
+    const auto sparse = model::load(model_file("sparse.gguf", true), load_options{});
+    const auto dense = model::load(model_file("dense.gguf", false), load_options{});
+    const auto a = greedy(*sparse, 1, 12);
+    const auto b = greedy(*dense, 1, 12);
+    CHECK(a == b);
+    const auto la = last_logits(*sparse), lb = last_logits(*dense);
+    CHECK(max_abs_diff(la, lb) <= 1e-3f * max_abs(lb));
+    // Varied output, not one repeated token.
+    CHECK(std::set<int32_t>(a.begin(), a.end()).size() > 2);
+}
+
+TEST_CASE("forced dense mode on a sparse file matches sparse inference with an exact predictor") {
+    if (!have_vocab()) return;
+    const std::string path = model_file("sparse.gguf", true);
+    load_options dense;
+    dense.force_dense = true;
+    const auto a = model::load(path, load_options{});
+    const auto b = model::load(path, dense);
+    CHECK(greedy(*a, 1, 10) == greedy(*b, 1, 10));
+}
+
+TEST_CASE("a noisy predictor changes the logits") {
+    if (!have_vocab()) return;
+    const auto noisy = model::load(model_file("noisy.gguf", true, 0.5f), load_options{});
+    const auto dense = model::load(model_file("dense.gguf", false), load_options{});
+    const auto la = last_logits(*noisy), lb = last_logits(*dense);
+    CHECK(max_abs_diff(la, lb) > 1e-2f * max_abs(lb));
+}
+
+TEST_CASE("greedy generation is deterministic across runs and thread counts") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse16.gguf", true, 0.0f, true), load_options{});
+    const auto a = greedy(*m, 1, 10);
+    CHECK(a == greedy(*m, 1, 10));
+    CHECK(a == greedy(*m, 2, 10));
+}
+
+TEST_CASE("batched prompt processing gives the logits of token-by-token decoding") {
+    if (!have_vocab()) return;
+    for (bool sparse : {true, false}) {
+        const auto m = model::load(model_file(sparse ? "sparse.gguf" : "dense.gguf", sparse), load_options{});
+        context_options co;
+        co.n_ctx = 32;
+        co.kv_f16 = false;
+        context batched(*m, co), stepwise(*m, co);
+        const std::vector<int8_t> all(prompt.size(), 1);
+        batched.decode(batch_view{prompt, {}, all});
+        for (size_t i = 0; i < prompt.size(); ++i) {
+            const int32_t one[1] = {prompt[i]};
+            stepwise.decode(batch_view{one, {}, {}});
+            const auto a = batched.logits(static_cast<int32_t>(i));
+            const auto b = stepwise.logits(-1);
+            REQUIRE(a.size() == b.size());
+            const std::vector<float> bv(b.begin(), b.end());
+            CHECK(max_abs_diff(a, b) <= 1e-4f * max_abs(bv));
+        }
+    }
+}
+
+TEST_CASE("the sparse path computes about a tenth of the FFN neurons") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context ctx(*m, context_options{});
+    ctx.decode(batch_view{prompt, {}, {}});
+    const run_stats& s = ctx.stats();
+    REQUIRE(s.ffn_total_neurons > 0);
+    const double frac = static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
+    CHECK(frac > 0.03);
+    CHECK(frac < 0.2);
+    CHECK(s.n_prompt_tokens == prompt.size());
+}
+
+TEST_CASE("bad batches are rejected with a reason and leave the context usable") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context_options co;
+    co.n_ctx = 8;
+    co.n_batch = 4;
+    context ctx(*m, co);
+    const std::vector<int32_t> bad_token = {1, 32000};
+    CHECK_THROWS_WITH_AS(ctx.decode(batch_view{bad_token, {}, {}}), doctest::Contains("32000"), error);
+    const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+    CHECK_THROWS_WITH_AS(ctx.decode(batch_view{five, {}, {}}), doctest::Contains("n_batch"), error);
+    const std::vector<int32_t> two = {1, 2};
+    const std::vector<int32_t> far = {7, 8};
+    try {
+        ctx.decode(batch_view{two, far, {}});
+        FAIL("position 8 must not fit in n_ctx 8");
+    } catch (const error& e) {
+        CHECK(e.code() == status::context_full);
+    }
+    const std::vector<int32_t> same = {3, 3};
+    CHECK_THROWS_AS(ctx.decode(batch_view{two, same, {}}), error);
+    ctx.decode(batch_view{two, {}, {}});
+    CHECK(ctx.n_past() == 2);
+    CHECK(!ctx.logits(-1).empty());
+    CHECK(ctx.logits(0).empty());
+}
+
+TEST_CASE("absurd context options are rejected") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context_options zero_ctx;
+    zero_ctx.n_ctx = 0;
+    CHECK_THROWS_AS(context(*m, zero_ctx), error);
+    context_options negative_threads;
+    negative_threads.n_threads = -2;
+    CHECK_THROWS_WITH_AS(context(*m, negative_threads), doctest::Contains("n_threads"), error);
+    context_options zero_batch;
+    zero_batch.n_batch = 0;
+    CHECK_THROWS_AS(context(*m, zero_batch), error);
+}
+
+TEST_CASE("cancelling a decode forgets its positions, and the next decode works") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context ctx(*m, context_options{});
+    ctx.decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
+    ctx.cancel();
+    try {
+        ctx.decode(batch_view{std::span<const int32_t>(prompt.data() + 4, 4), {}, {}});
+        FAIL("decode should have been cancelled");
+    } catch (const error& e) {
+        CHECK(e.code() == status::cancelled);
+    }
+    CHECK(ctx.n_past() == 4);
+    ctx.clear_cancel();
+    ctx.decode(batch_view{std::span<const int32_t>(prompt.data() + 4, 4), {}, {}});
+    CHECK(ctx.n_past() == 8);
+}
+
+TEST_CASE("truncating the cache and decoding again reproduces the logits") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context_options co;
+    co.kv_f16 = false;
+    context ctx(*m, co);
+    ctx.decode(batch_view{prompt, {}, {}});
+    const auto first = std::vector<float>(ctx.logits(-1).begin(), ctx.logits(-1).end());
+    ctx.truncate(4);
+    CHECK(ctx.n_past() == 4);
+    ctx.decode(batch_view{std::span<const int32_t>(prompt.data() + 4, 4), {}, {}});
+    CHECK(max_abs_diff(first, ctx.logits(-1)) <= 1e-5f * max_abs(first));
+}
+
+TEST_CASE("complete_utf8_prefix holds back an unfinished character") {
+    CHECK(complete_utf8_prefix("abc") == 3);
+    CHECK(complete_utf8_prefix("a\xE2\x96") == 1);
+    CHECK(complete_utf8_prefix("a\xE2\x96\x81") == 4);
+    CHECK(complete_utf8_prefix("\xF0\x9F\x98") == 0);
+    CHECK(complete_utf8_prefix("\xF0\x9F\x98\x80") == 4);
+    CHECK(complete_utf8_prefix("") == 0);
+}
+
+TEST_CASE("generate stops at max tokens, at a stop string and when the callback says so") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context ctx(*m, context_options{});
+    generate_options o;
+    o.sampling.temperature = 0.0f;
+    o.max_tokens = 6;
+    std::string text;
+    o.on_text = [](const char* t, size_t n, void* u) {
+        static_cast<std::string*>(u)->append(t, n);
+        return true;
+    };
+    o.user_data = &text;
+    const generate_result r = generate(ctx, "Once upon a time", o);
+    CHECK(r.reason == stop_reason::max_tokens);
+    CHECK(r.n_generated_tokens == 6);
+    CHECK(r.n_prompt_tokens == static_cast<int32_t>(m->vocab().encode("Once upon a time", true).size()));
+    REQUIRE(text.size() > 2);
+
+    // A stop string taken from the middle of the greedy text ends generation before it.
+    const std::string stop = text.substr(text.size() / 2, 2);
+    std::string stopped;
+    o.stop = {stop};
+    o.user_data = &stopped;
+    const generate_result r2 = generate(ctx, "Once upon a time", o);
+    CHECK(r2.reason == stop_reason::stop_string);
+    CHECK(stopped == text.substr(0, text.find(stop)));
+
+    o.stop.clear();
+    int calls = 0;
+    o.on_text = [](const char*, size_t, void* u) {
+        ++*static_cast<int*>(u);
+        return false;
+    };
+    o.user_data = &calls;
+    const generate_result r3 = generate(ctx, "Once upon a time", o);
+    CHECK(r3.reason == stop_reason::callback);
+    CHECK(calls == 1);
+}
+
+TEST_CASE("a prompt longer than the context is refused") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context_options co;
+    co.n_ctx = 4;
+    context ctx(*m, co);
+    try {
+        generate(ctx, "this prompt certainly has more than four tokens in it", generate_options{});
+        FAIL("expected context_full");
+    } catch (const error& e) {
+        CHECK(e.code() == status::context_full);
+    }
+}
+
+TEST_CASE("cancel from another thread stops a long generation") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_file("sparse.gguf", true), load_options{});
+    context_options co;
+    co.n_ctx = 256;
+    context ctx(*m, co);
+    struct shared_state {
+        std::atomic<int> pieces{0};
+        std::atomic<bool> cancel_sent{false};
+    } state;
+    generate_options o;
+    o.max_tokens = 1 << 20;
+    o.sampling.temperature = 0.0f;
+    // The third piece waits until the other thread has cancelled, so the test does not race.
+    o.on_text = [](const char*, size_t, void* u) {
+        auto* st = static_cast<shared_state*>(u);
+        if (++st->pieces == 3)
+            while (!st->cancel_sent.load()) std::this_thread::yield();
+        return true;
+    };
+    o.user_data = &state;
+    std::thread canceller([&] {
+        while (state.pieces.load() < 3) std::this_thread::yield();
+        ctx.cancel();
+        state.cancel_sent = true;
+    });
+    const generate_result r = generate(ctx, "Hello", o);
+    canceller.join();
+    CHECK(r.reason == stop_reason::cancelled);
+    CHECK(r.n_generated_tokens >= 3);
+}

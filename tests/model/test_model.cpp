@@ -1,0 +1,197 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "model/model.hpp"
+#include "support/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace pi;
+
+namespace {
+
+bool have_vocab() { return test::require_data_file("ggml-vocab-llama-spm.gguf"); }
+
+const std::string& model_path(bool sparse) {
+    static const std::string dir = test::scratch_dir("model");
+    static const std::string sparse_path = test::write_tiny_model(dir, "sparse.gguf", test::tiny_model_options(true));
+    static const std::string dense_path = test::write_tiny_model(dir, "dense.gguf", test::tiny_model_options(false));
+    return sparse ? sparse_path : dense_path;
+}
+
+std::string edited(const std::string& name, bool sparse, const std::function<void(test::model_edit&)>& edit) {
+    static const std::string dir = test::scratch_dir("model_edits");
+    return test::rewrite_model(model_path(sparse), dir + "/" + name, edit);
+}
+
+void expect_load_error(const std::string& path, status code, const std::string& needle,
+                       const load_options& options = {}) {
+    try {
+        model::load(path, options);
+        FAIL("loading " << path << " should have failed");
+    } catch (const error& e) {
+        CHECK(e.code() == code);
+        CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+}
+
+test::model_edit::tensor* find_tensor(test::model_edit& e, const std::string& name) {
+    for (auto& t : e.tensors)
+        if (t.name == name) return &t;
+    FAIL("no tensor " << name);
+    return nullptr;
+}
+
+gguf::value* find_key(test::model_edit& e, const std::string& key) {
+    for (auto& [k, v] : e.kv)
+        if (k == key) return &v;
+    FAIL("no key " << key);
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("a sparse file loads with its geometry, predictor ranks and the ReGLU FFN") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(true), load_options{});
+    CHECK(m->hp().n_embd == 64);
+    CHECK(m->hp().n_layer == 2);
+    CHECK(m->hp().n_head == 4);
+    CHECK(m->hp().n_head_kv == 2);
+    CHECK(m->hp().n_ff == 176);
+    CHECK(m->hp().n_vocab == 32000);
+    CHECK(m->hp().head_dim == 16);
+    CHECK(m->sparse_file());
+    CHECK(m->sparse_inference());
+    CHECK(m->glu() == PIB_GLU_RELU);
+    for (const layer_weights& l : m->layers()) CHECK(l.predictor_rank > 0);
+    CHECK(m->sparse_threshold() == 0.0f);
+}
+
+TEST_CASE("forcing dense mode on a sparse file turns the predictor off") {
+    if (!have_vocab()) return;
+    load_options o;
+    o.force_dense = true;
+    const auto m = model::load(model_path(true), o);
+    CHECK(m->sparse_file());
+    CHECK_FALSE(m->sparse_inference());
+}
+
+TEST_CASE("dense files use ReLU when marked and SwiGLU otherwise, and the override wins") {
+    if (!have_vocab()) return;
+    CHECK(model::load(model_path(false), load_options{})->glu() == PIB_GLU_RELU);
+    const std::string unmarked = edited("unmarked.gguf", false, [](test::model_edit& e) {
+        std::erase_if(e.kv, [](const auto& kv) { return kv.first == "powerinfer.ffn_activation"; });
+    });
+    CHECK(model::load(unmarked, load_options{})->glu() == PIB_GLU_SILU);
+    load_options relu;
+    relu.activation = ffn_activation_choice::relu;
+    CHECK(model::load(unmarked, relu)->glu() == PIB_GLU_RELU);
+    load_options silu;
+    silu.activation = ffn_activation_choice::silu;
+    CHECK(model::load(model_path(false), silu)->glu() == PIB_GLU_SILU);
+    try {
+        model::load(model_path(true), silu);
+        FAIL("SiLU on a sparse file should be refused");
+    } catch (const error& e) {
+        CHECK(e.code() == status::invalid_argument);
+    }
+}
+
+TEST_CASE("the sparse threshold comes from the file, then the environment, then the load options") {
+    if (!have_vocab()) return;
+    const std::string path = edited("threshold.gguf", true, [](test::model_edit& e) {
+        find_key(e, "powerinfer.sparse_threshold")->data = 0.25;
+    });
+    CHECK(model::load(path, load_options{})->sparse_threshold() == doctest::Approx(0.25f));
+    setenv("LLAMA_SPARSE_PRED_THRESHOLD", "0.5", 1);
+    CHECK(model::load(path, load_options{})->sparse_threshold() == doctest::Approx(0.5f));
+    load_options o;
+    o.override_threshold = true;
+    o.sparse_threshold = -1.0f;
+    CHECK(model::load(path, o)->sparse_threshold() == doctest::Approx(-1.0f));
+    unsetenv("LLAMA_SPARSE_PRED_THRESHOLD");
+}
+
+TEST_CASE("a missing tensor is a format error naming it") {
+    if (!have_vocab()) return;
+    const std::string path = edited("missing.gguf", true, [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "blk.1.ffn_up.weight"; });
+    });
+    expect_load_error(path, status::format, "blk.1.ffn_up.weight");
+    const std::string no_pred = edited("nopred.gguf", true, [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "blk.0.fc2.weight"; });
+    });
+    expect_load_error(no_pred, status::format, "blk.0.fc2.weight");
+}
+
+TEST_CASE("a tensor of the wrong shape is a format error naming it") {
+    if (!have_vocab()) return;
+    const std::string path = edited("shape.gguf", true, [](test::model_edit& e) {
+        auto* t = find_tensor(e, "blk.0.attn_q.weight");
+        t->dims = {32, 128};
+    });
+    expect_load_error(path, status::format, "blk.0.attn_q.weight");
+}
+
+TEST_CASE("a quantized weight is reported unsupported with its tensor and type") {
+    if (!have_vocab()) return;
+    const std::string path = edited("quant.gguf", true, [](test::model_edit& e) {
+        auto* t = find_tensor(e, "blk.0.ffn_gate.weight");
+        const size_t blocks = static_cast<size_t>(t->dims[0] * t->dims[1] / 32);
+        t->type = ggml_type::q4_0;
+        t->data.assign(blocks * 18, 0);
+    });
+    expect_load_error(path, status::unsupported, "blk.0.ffn_gate.weight");
+    expect_load_error(path, status::unsupported, "Q4_0");
+}
+
+TEST_CASE("a vocabulary whose size differs from the embedding rows is rejected") {
+    if (!have_vocab()) return;
+    const std::string path = edited("vocab.gguf", true, [](test::model_edit& e) {
+        for (auto& [k, v] : e.kv)
+            if (k == "tokenizer.ggml.tokens" || k == "tokenizer.ggml.scores" || k == "tokenizer.ggml.token_type")
+                std::get<gguf::array_value>(v.data).elems.pop_back();
+    });
+    expect_load_error(path, status::format, "token_embd");
+}
+
+TEST_CASE("n_head that does not divide n_embd is rejected") {
+    if (!have_vocab()) return;
+    const std::string path = edited("heads.gguf", true, [](test::model_edit& e) {
+        find_key(e, "llama.attention.head_count")->data = uint64_t{5};
+    });
+    expect_load_error(path, status::format, "n_head");
+}
+
+TEST_CASE("an unknown architecture is unsupported and names the architecture") {
+    if (!have_vocab()) return;
+    const std::string path = edited("arch.gguf", true, [](test::model_edit& e) {
+        find_key(e, "general.architecture")->data = std::string("gptj");
+    });
+    expect_load_error(path, status::unsupported, "gptj");
+}
+
+TEST_CASE("a missing required key is a format error naming the key") {
+    if (!have_vocab()) return;
+    const std::string path = edited("nokey.gguf", true, [](test::model_edit& e) {
+        std::erase_if(e.kv, [](const auto& kv) { return kv.first == "llama.block_count"; });
+    });
+    expect_load_error(path, status::format, "llama.block_count");
+}
+
+TEST_CASE("loading without mmap gives the same weights") {
+    if (!have_vocab()) return;
+    load_options o;
+    o.use_mmap = false;
+    const auto m = model::load(model_path(true), o);
+    CHECK(m->layers().size() == 2);
+}
+
+TEST_CASE("the progress callback can cancel loading") {
+    if (!have_vocab()) return;
+    load_options o;
+    o.progress = [](float, void*) { return false; };
+    expect_load_error(model_path(true), status::cancelled, "cancelled", o);
+}
