@@ -178,6 +178,7 @@ typedef struct pi_context_params {
     int32_t n_threads;  /* CPU threads (default: hardware threads, at most 4); >= 1 */
     uint32_t seed;      /* RNG seed of pi_generate's sampler; PI_SEED_RANDOM = time-based */
     int32_t kv_f16;     /* 1 (default): F16 KV cache; 0: F32 */
+    int32_t audit_predictor; /* 1: also compute every FFN neuron to measure the predictor (slow) */
 } pi_context_params;
 
 #define PI_SEED_RANDOM 0xFFFFFFFFu
@@ -224,10 +225,28 @@ typedef struct pi_context_stats {
     double prompt_seconds;
     double decode_seconds;
     double ffn_active_fraction; /* average fraction of FFN neurons computed per layer and token */
+    uint64_t decode_bytes;      /* bytes of weights and KV cache read by single-token batches */
 } pi_context_stats;
 
 PI_API pi_status pi_context_stats_get(const pi_context *ctx, pi_context_stats *stats);
 PI_API void pi_context_stats_reset(pi_context *ctx);
+
+/* Predictor quality of one layer, counted over every token since the context was created or
+ * its statistics were reset. Needs audit_predictor = 1 in the context params; a neuron is truly
+ * active when its FFN activation is non-zero. */
+typedef struct pi_predictor_audit {
+    size_t struct_size;
+    uint64_t tokens;
+    uint64_t true_active;      /* (token, neuron) pairs with a non-zero activation */
+    uint64_t predicted_active; /* pairs the predictor selected */
+    uint64_t true_positive;    /* pairs both active and selected */
+    double recall;             /* true_positive / true_active (1 when true_active is 0) */
+    double precision;          /* true_positive / predicted_active (1 when predicted_active is 0) */
+} pi_predictor_audit;
+
+/* PI_ERR_INVALID_ARGUMENT for a bad layer; PI_ERR_UNSUPPORTED when auditing is off or the
+ * model runs dense. */
+PI_API pi_status pi_predictor_audit_get(const pi_context *ctx, int32_t layer, pi_predictor_audit *audit);
 
 /* ---------------------------------------------------------------- sampling */
 

@@ -32,6 +32,7 @@ pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi
         o.n_batch = p.n_batch;
         o.n_threads = p.n_threads;
         o.kv_f16 = p.kv_f16 != 0;
+        o.audit_predictor = p.audit_predictor != 0;
         auto handle = std::make_unique<pi_context>();
         handle->impl = std::make_unique<context>(*model->impl, o);
         *out_ctx = handle.release();
@@ -85,6 +86,7 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
         if (stats->struct_size != sizeof(pi_context_stats))
             fail(status::invalid_argument, "stats->struct_size must be sizeof(pi_context_stats)");
         const run_stats& s = ctx->impl->stats();
+        stats->decode_bytes = s.decode_bytes;
         stats->n_prompt_tokens = s.n_prompt_tokens;
         stats->n_decode_tokens = s.n_decode_tokens;
         stats->prompt_seconds = s.prompt_seconds;
@@ -92,6 +94,31 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
         stats->ffn_active_fraction = s.ffn_total_neurons == 0
                                          ? 0.0
                                          : static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
+        return PI_OK;
+    });
+}
+
+pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predictor_audit* audit) {
+    return guard([&] {
+        require(ctx, "ctx");
+        require(audit, "audit");
+        if (audit->struct_size != sizeof(pi_predictor_audit))
+            fail(status::invalid_argument, "audit->struct_size must be sizeof(pi_predictor_audit)");
+        const auto& audits = ctx->impl->audits();
+        if (audits.empty())
+            fail(status::unsupported, "predictor auditing is off: create the context with audit_predictor = 1 "
+                                      "on a model that runs sparse");
+        if (layer < 0 || static_cast<size_t>(layer) >= audits.size())
+            fail(status::invalid_argument, "layer ", layer, " is outside [0, ", audits.size(), ")");
+        const predictor_audit& a = audits[static_cast<size_t>(layer)];
+        audit->tokens = a.tokens;
+        audit->true_active = a.true_active;
+        audit->predicted_active = a.predicted_active;
+        audit->true_positive = a.true_positive;
+        audit->recall = a.true_active ? static_cast<double>(a.true_positive) / static_cast<double>(a.true_active) : 1.0;
+        audit->precision = a.predicted_active
+                               ? static_cast<double>(a.true_positive) / static_cast<double>(a.predicted_active)
+                               : 1.0;
         return PI_OK;
     });
 }

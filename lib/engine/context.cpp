@@ -16,6 +16,7 @@ struct context::arena_layout {
     size_t z_offset = 0;
     pib_tensor p, idx, all_idx, u, g;
     pib_tensor xo, logits;
+    pib_tensor audit_up, audit_gate; // dense FFN activations for the predictor audit
     std::vector<pib_tensor> k_cache, v_cache;
     size_t size = 0;
 };
@@ -48,6 +49,8 @@ void place(pib_tensor& t, const buffer& b) { t.buffer = b.get(); }
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+uint64_t bytes_of(const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * static_cast<uint64_t>(t.ne1); }
 
 } // namespace
 
@@ -89,12 +92,17 @@ context::context(const model& m, const context_options& options) : model_(m), op
             a.all_count = lb.add(ggml_type::i32, B, 1);
         }
     }
+    const bool audit = options_.audit_predictor && m.sparse_inference();
+    if (audit) {
+        a.audit_up = lb.add(ggml_type::f32, ff, B);
+        a.audit_gate = lb.add(ggml_type::f32, ff, B);
+    }
     a.xo = lb.add(ggml_type::f32, d, B);
     a.logits = lb.add(ggml_type::f32, h.n_vocab, B);
     a.size = lb.size();
     arena_ = dev_->alloc(a.size);
     for (pib_tensor* t : {&a.ids, &a.pos, &a.out_rows, &a.kv_pos, &a.count, &a.all_count, &a.x, &a.xn, &a.q,
-                          &a.k, &a.v, &a.att, &a.tmp, &a.p, &a.idx, &a.all_idx, &a.u, &a.g, &a.xo, &a.logits})
+                          &a.k, &a.v, &a.att, &a.tmp, &a.p, &a.idx, &a.all_idx, &a.u, &a.g, &a.xo, &a.logits, &a.audit_up, &a.audit_gate})
         place(*t, arena_);
 
     const ggml_type kv_type = options_.kv_f16 ? ggml_type::f16 : ggml_type::f32;
@@ -122,6 +130,45 @@ context::context(const model& m, const context_options& options) : model_(m), op
     counts_host_.resize(static_cast<size_t>(B));
     logits_.resize(static_cast<size_t>(B) * static_cast<size_t>(h.n_vocab));
     logits_row_of_token_.assign(static_cast<size_t>(B), -1);
+    if (audit) {
+        audits_.resize(static_cast<size_t>(h.n_layer));
+        audit_act_host_.resize(static_cast<size_t>(B * ff));
+        audit_idx_host_.resize(static_cast<size_t>(B * ff));
+        audit_mark_.resize(static_cast<size_t>(ff));
+    }
+}
+
+void context::reset_stats() noexcept {
+    stats_ = {};
+    std::fill(audits_.begin(), audits_.end(), predictor_audit{});
+}
+
+// Counts how the predictor's lists compare with the neurons whose activation is truly non-zero.
+void context::audit_layer(size_t il, int32_t n) {
+    const arena_layout& a = *at_;
+    const layer_weights& w = model_.layers()[il];
+    device& dv = *dev_;
+    const auto ff = static_cast<size_t>(model_.hp().n_ff);
+    const pib_tensor xn = first_rows(a.xn, n), up = first_rows(a.audit_up, n), gate = first_rows(a.audit_gate, n);
+    dv.run("audit FFN up", &pib_vtable::mul_mat, &w.up, &xn, &up);
+    dv.run("audit FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &gate);
+    dv.run("audit FFN activation", &pib_vtable::glu, &gate, &up, static_cast<int32_t>(model_.glu()), &up);
+    dv.run("synchronize", &pib_vtable::synchronize);
+    dv.download(arena_, a.audit_up.offset, audit_act_host_.data(), sizeof(float) * ff * static_cast<size_t>(n));
+    dv.download(arena_, a.idx.offset, audit_idx_host_.data(), sizeof(int32_t) * ff * static_cast<size_t>(n));
+    predictor_audit& out = audits_[il];
+    for (int32_t t = 0; t < n; ++t) {
+        std::fill(audit_mark_.begin(), audit_mark_.end(), 0);
+        const int32_t count = counts_host_[static_cast<size_t>(t)];
+        for (int32_t k = 0; k < count; ++k) audit_mark_[static_cast<size_t>(audit_idx_host_[static_cast<size_t>(t) * ff + static_cast<size_t>(k)])] = 1;
+        for (size_t i = 0; i < ff; ++i) {
+            const bool truly = audit_act_host_[static_cast<size_t>(t) * ff + i] != 0.0f;
+            out.true_active += truly;
+            out.true_positive += truly && audit_mark_[i];
+        }
+        out.predicted_active += static_cast<uint64_t>(count);
+    }
+    out.tokens += static_cast<uint64_t>(n);
 }
 
 context::~context() = default;
@@ -237,6 +284,8 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     dv.run("gathering output rows", &pib_vtable::get_rows, &x, &rows, &xo);
     dv.run("output norm", &pib_vtable::rms_norm, &xo, &model_.output_norm(), h.rms_eps, &xo);
     dv.run("output projection", &pib_vtable::mul_mat, &model_.output(), &xo, &logits);
+    if (n == 1)
+        stats_.decode_bytes += bytes_of(model_.output()) + bytes_of(model_.output_norm()) + model_.token_embd().nb1;
     dv.run("synchronize", &pib_vtable::synchronize);
     dv.download(arena_, a.logits.offset, logits_.data(),
                 static_cast<size_t>(n_out) * static_cast<size_t>(h.n_vocab) * sizeof(float));
@@ -272,6 +321,9 @@ void context::attention_block(size_t il, int32_t n) {
     dv.run("attention", &pib_vtable::attention, &q, &a.k_cache[il], &a.v_cache[il], &pos, &kv_pos, &ap, &att);
     dv.run("attention output projection", &pib_vtable::mul_mat, &w.wo, &att, &tmp);
     dv.run("attention residual", &pib_vtable::add, &x, &tmp, &x);
+    if (n == 1)
+        stats_.decode_bytes += bytes_of(w.attn_norm) + bytes_of(w.wq) + bytes_of(w.wk) + bytes_of(w.wv) +
+                               bytes_of(w.wo) + 2 * static_cast<uint64_t>(n_kv_) * a.k_cache[il].nb1;
 }
 
 void context::ffn_block(size_t il, int32_t n) {
@@ -300,8 +352,14 @@ void context::ffn_block(size_t il, int32_t n) {
         dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
         dv.run("synchronize", &pib_vtable::synchronize);
         dv.download(arena_, a.count.offset, counts_host_.data(), sizeof(int32_t) * static_cast<size_t>(n));
-        for (int32_t i = 0; i < n; ++i) stats_.ffn_active_neurons += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
+        uint64_t active = 0;
+        for (int32_t i = 0; i < n; ++i) active += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
+        stats_.ffn_active_neurons += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
+        if (n == 1)
+            stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
+                                   active * (w.up.nb1 + w.gate.nb1 + w.down_t.nb1);
+        if (!audits_.empty()) audit_layer(il, n);
         return;
     }
     dv.run("FFN up", &pib_vtable::mul_mat, &w.up, &xn, &u);
@@ -320,6 +378,9 @@ void context::ffn_block(size_t il, int32_t n) {
     }
     stats_.ffn_active_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
     stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
+    if (n == 1)
+        stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.up) + bytes_of(w.gate) +
+                               (model_.sparse_file() ? bytes_of(w.down_t) : bytes_of(w.down));
 }
 
 std::span<const float> context::logits(int32_t i) const noexcept {

@@ -16,6 +16,11 @@ struct context_options {
     int32_t n_batch = 512;
     int32_t n_threads = 1;
     bool kv_f16 = true;
+    bool audit_predictor = false;
+};
+
+struct predictor_audit {
+    uint64_t tokens = 0, true_active = 0, predicted_active = 0, true_positive = 0;
 };
 
 struct run_stats {
@@ -25,6 +30,7 @@ struct run_stats {
     double decode_seconds = 0.0;
     uint64_t ffn_active_neurons = 0; // summed over layers and tokens of sparse layers
     uint64_t ffn_total_neurons = 0;
+    uint64_t decode_bytes = 0;       // weights + KV cache read by single-token batches
 };
 
 struct batch_view {
@@ -52,7 +58,8 @@ public:
     void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
     void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
     const run_stats& stats() const noexcept { return stats_; }
-    void reset_stats() noexcept { stats_ = {}; }
+    const std::vector<predictor_audit>& audits() const noexcept { return audits_; }
+    void reset_stats() noexcept;
 
 private:
     struct arena_layout;
@@ -61,6 +68,7 @@ private:
     void ffn_block(size_t il, int32_t n);
     void check_cancel() const;
     void forget_cells(std::span<const int32_t> positions);
+    void audit_layer(size_t il, int32_t n);
 
     const model& model_;
     context_options options_;
@@ -79,6 +87,10 @@ private:
     int32_t n_kv_ = 0; // cache rows the attention of the current batch spans
     std::atomic<bool> cancel_{false};
     run_stats stats_;
+    std::vector<predictor_audit> audits_; // per layer, when auditing
+    std::vector<float> audit_act_host_;   // [n_batch][n_ff] true activations
+    std::vector<int32_t> audit_idx_host_; // [n_batch][n_ff] predicted lists
+    std::vector<uint8_t> audit_mark_;     // [n_ff] scratch
 };
 
 } // namespace pi

@@ -310,3 +310,45 @@ TEST_CASE("cancel from another thread stops a long generation") {
     CHECK(r.reason == stop_reason::cancelled);
     CHECK(r.n_generated_tokens >= 3);
 }
+
+TEST_CASE("the predictor audit reports perfect recall for the exact predictor and less for a noisy one") {
+    if (!have_vocab()) return;
+    context_options co;
+    co.audit_predictor = true;
+    const auto exact = model::load(model_file("sparse.gguf", true), load_options{});
+    context c1(*exact, co);
+    c1.decode(batch_view{prompt, {}, {}});
+    REQUIRE(c1.audits().size() == 2);
+    for (const predictor_audit& a : c1.audits()) {
+        CHECK(a.tokens == prompt.size());
+        REQUIRE(a.true_active > 0);
+        CHECK(a.true_positive == a.true_active);
+        CHECK(static_cast<double>(a.true_positive) / static_cast<double>(a.predicted_active) > 0.99);
+    }
+    const auto noisy = model::load(model_file("noisy.gguf", true, 0.5f), load_options{});
+    context c2(*noisy, co);
+    c2.decode(batch_view{prompt, {}, {}});
+    uint64_t tp = 0, truly = 0;
+    for (const predictor_audit& a : c2.audits()) {
+        tp += a.true_positive;
+        truly += a.true_active;
+    }
+    CHECK(static_cast<double>(tp) / static_cast<double>(truly) < 0.99);
+}
+
+TEST_CASE("decode statistics count the bytes a sparse token reads, fewer than a dense one") {
+    if (!have_vocab()) return;
+    const std::string path = model_file("sparse.gguf", true);
+    load_options dense;
+    dense.force_dense = true;
+    const auto ms = model::load(path, load_options{});
+    const auto md = model::load(path, dense);
+    context cs(*ms, context_options{}), cd(*md, context_options{});
+    for (context* c : {&cs, &cd}) {
+        c->decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
+        for (size_t i = 4; i < prompt.size(); ++i) c->decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
+        CHECK(c->stats().n_decode_tokens == 4);
+        CHECK(c->stats().decode_bytes > 0);
+    }
+    CHECK(cs.stats().decode_bytes < cd.stats().decode_bytes);
+}
