@@ -4,7 +4,8 @@
 #   scripts/test.sh [PRESET [CMAKE_ARGS...]]
 #
 # PRESET is a preset of CMakePresets.json (default, debug, asan; default: default). CMAKE_ARGS go
-# to the configure step. When the project's .venv exists, its Python runs the Python tests.
+# to the configure step. The Python tests (NumPy oracle, gguf cross-check) run in the project's
+# .venv, created here with numpy, gguf and pytest from PyPI when it is absent.
 # PI_JOBS sets the parallelism (default: the number of CPUs).
 set -euo pipefail
 
@@ -13,10 +14,11 @@ preset=${1:-default}
 shift $(($# > 0 ? 1 : 0))
 jobs=${PI_JOBS:-$(nproc)}
 
-configure_args=()
-if [[ -x .venv/bin/python ]]; then
-    configure_args+=("-DPOWERINFER_TEST_PYTHON=$PWD/.venv/bin/python")
+if [[ ! -x .venv/bin/python ]]; then
+    python3 -m venv .venv
+    .venv/bin/pip install -q numpy gguf pytest
 fi
+configure_args=("-DPOWERINFER_TEST_PYTHON=$PWD/.venv/bin/python")
 
 cmake --preset "$preset" "${configure_args[@]}" "$@"
 cmake --build --preset "$preset" -j "$jobs"
