@@ -1,0 +1,297 @@
+// GGUF v3 writer: validates values and tensors when they are added, then streams the file to a
+// temporary name and renames it into place.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <unistd.h>
+
+#include "gguf/gguf.hpp"
+#include "gguf/wire.hpp"
+#include "support/error.hpp"
+
+namespace pi::gguf {
+
+namespace {
+
+using element = decltype(array_value::elems)::value_type;
+
+uint64_t max_of(value_type t) noexcept {
+    return wire::scalar_size(t) == 8 ? std::numeric_limits<uint64_t>::max()
+                                     : (uint64_t{1} << (8 * wire::scalar_size(t))) - 1;
+}
+
+// True when the variant alternative matches the declared type and the value fits its width.
+template <typename Variant> bool holds(value_type t, const Variant& data) {
+    if (wire::is_unsigned(t))
+        return std::holds_alternative<uint64_t>(data) && std::get<uint64_t>(data) <= max_of(t);
+    if (wire::is_signed(t)) {
+        if (!std::holds_alternative<int64_t>(data)) return false;
+        const int64_t bound = static_cast<int64_t>(max_of(t) >> 1);
+        const int64_t v = std::get<int64_t>(data);
+        return v <= bound && v >= -bound - 1;
+    }
+    if (wire::is_float(t)) return std::holds_alternative<double>(data);
+    if (t == value_type::boolean) return std::holds_alternative<bool>(data);
+    if (t == value_type::string) return std::holds_alternative<std::string>(data);
+    return false;
+}
+
+void validate(const std::string& key, const value& v) {
+    if (!wire::is_known(static_cast<uint32_t>(v.type)))
+        fail(status::invalid_argument, "gguf writer: key '", key, "' has unknown value type ",
+             static_cast<uint32_t>(v.type));
+    if (v.type != value_type::array) {
+        if (!holds(v.type, v.data))
+            fail(status::invalid_argument, "gguf writer: key '", key,
+                 "' holds a value that does not match or fit its type ", value_type_name(v.type));
+        return;
+    }
+    if (!std::holds_alternative<array_value>(v.data))
+        fail(status::invalid_argument, "gguf writer: key '", key,
+             "' is typed array but holds none");
+    const array_value& arr = std::get<array_value>(v.data);
+    if (arr.elem_type == value_type::array || !wire::is_known(static_cast<uint32_t>(arr.elem_type)))
+        fail(status::invalid_argument, "gguf writer: key '", key,
+             "' has an invalid array element type");
+    for (size_t i = 0; i < arr.elems.size(); ++i)
+        if (!holds(arr.elem_type, arr.elems[i]))
+            fail(status::invalid_argument, "gguf writer: key '", key, "' element ", i,
+                 " does not match or fit the element type ", value_type_name(arr.elem_type));
+}
+
+class file_sink {
+  public:
+    explicit file_sink(std::string path) : path_(std::move(path)) {
+        f_ = std::fopen(path_.c_str(), "wb");
+        if (!f_) fail(status::io, path_, ": cannot create: ", std::strerror(errno));
+    }
+    file_sink(const file_sink&) = delete;
+    file_sink& operator=(const file_sink&) = delete;
+    ~file_sink() {
+        if (f_) std::fclose(f_);
+    }
+
+    void bytes(const void* p, size_t n) {
+        if (n != 0 && std::fwrite(p, 1, n, f_) != n)
+            fail(status::io, path_, ": write failed: ", std::strerror(errno));
+        pos_ += n;
+    }
+    template <typename T> void pod(T v) { bytes(&v, sizeof v); }
+    void str(const std::string& s) {
+        pod<uint64_t>(s.size());
+        bytes(s.data(), s.size());
+    }
+    void pad(uint64_t alignment) {
+        static constexpr uint8_t zeros[256] = {};
+        for (uint64_t n = (alignment - pos_ % alignment) % alignment; n != 0;) {
+            const size_t chunk = n < sizeof zeros ? static_cast<size_t>(n) : sizeof zeros;
+            bytes(zeros, chunk);
+            n -= chunk;
+        }
+    }
+    // Flushes to stable storage so that the rename never exposes a half-written file.
+    void close() {
+        const bool ok = std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
+        const int err = errno;
+        const bool closed = std::fclose(f_) == 0;
+        f_ = nullptr;
+        if (!ok || !closed) fail(status::io, path_, ": write failed: ", std::strerror(err));
+    }
+
+  private:
+    std::string path_;
+    std::FILE* f_ = nullptr;
+    uint64_t pos_ = 0;
+};
+
+template <typename Variant> void put_scalar(file_sink& out, value_type t, const Variant& data) {
+    switch (t) {
+    case value_type::u8:
+        return out.pod(static_cast<uint8_t>(std::get<uint64_t>(data)));
+    case value_type::i8:
+        return out.pod(static_cast<int8_t>(std::get<int64_t>(data)));
+    case value_type::u16:
+        return out.pod(static_cast<uint16_t>(std::get<uint64_t>(data)));
+    case value_type::i16:
+        return out.pod(static_cast<int16_t>(std::get<int64_t>(data)));
+    case value_type::u32:
+        return out.pod(static_cast<uint32_t>(std::get<uint64_t>(data)));
+    case value_type::i32:
+        return out.pod(static_cast<int32_t>(std::get<int64_t>(data)));
+    case value_type::u64:
+        return out.pod(std::get<uint64_t>(data));
+    case value_type::i64:
+        return out.pod(std::get<int64_t>(data));
+    case value_type::f32:
+        return out.pod(static_cast<float>(std::get<double>(data)));
+    case value_type::f64:
+        return out.pod(std::get<double>(data));
+    case value_type::boolean:
+        return out.pod(static_cast<uint8_t>(std::get<bool>(data) ? 1 : 0));
+    case value_type::string:
+        return out.str(std::get<std::string>(data));
+    case value_type::array:
+        break;
+    }
+}
+
+void put_value(file_sink& out, const value& v) {
+    out.pod(static_cast<uint32_t>(v.type));
+    if (v.type != value_type::array) return put_scalar(out, v.type, v.data);
+    const array_value& arr = std::get<array_value>(v.data);
+    out.pod(static_cast<uint32_t>(arr.elem_type));
+    out.pod<uint64_t>(arr.elems.size());
+    for (const element& e : arr.elems)
+        put_scalar(out, arr.elem_type, e);
+}
+
+value make_scalar(value_type t, decltype(value::data) d) {
+    return value{t, std::move(d)};
+}
+
+} // namespace
+
+writer::writer(bool sparse, uint32_t alignment) : sparse_(sparse), alignment_(alignment) {
+    if (!wire::is_power_of_two(alignment))
+        fail(status::invalid_argument, "gguf writer: alignment ", alignment,
+             " is not a non-zero power of two");
+}
+
+void writer::set(std::string key, value v) {
+    validate(key, v);
+    if (key == wire::alignment_key) {
+        uint64_t a = 0;
+        if (v.type == value_type::u32 || v.type == value_type::u64) a = std::get<uint64_t>(v.data);
+        if (a != alignment_)
+            fail(status::invalid_argument, "gguf writer: ", key,
+                 " must be a u32 or u64 equal to the writer's alignment ", alignment_);
+    }
+    for (auto& [k, old] : kv_) {
+        if (k == key) {
+            old = std::move(v);
+            return;
+        }
+    }
+    kv_.emplace_back(std::move(key), std::move(v));
+}
+
+void writer::set_u32(std::string key, uint32_t v) {
+    set(std::move(key), make_scalar(value_type::u32, uint64_t{v}));
+}
+void writer::set_i32(std::string key, int32_t v) {
+    set(std::move(key), make_scalar(value_type::i32, int64_t{v}));
+}
+void writer::set_u64(std::string key, uint64_t v) {
+    set(std::move(key), make_scalar(value_type::u64, v));
+}
+void writer::set_f32(std::string key, float v) {
+    set(std::move(key), make_scalar(value_type::f32, double{v}));
+}
+void writer::set_bool(std::string key, bool v) {
+    set(std::move(key), make_scalar(value_type::boolean, v));
+}
+void writer::set_string(std::string key, std::string v) {
+    set(std::move(key), make_scalar(value_type::string, std::move(v)));
+}
+
+void writer::set_string_array(std::string key, std::vector<std::string> v) {
+    array_value arr{value_type::string, {}};
+    arr.elems.reserve(v.size());
+    for (std::string& s : v)
+        arr.elems.emplace_back(std::move(s));
+    set(std::move(key), value{value_type::array, std::move(arr)});
+}
+
+void writer::set_f32_array(std::string key, std::span<const float> v) {
+    array_value arr{value_type::f32, {}};
+    arr.elems.reserve(v.size());
+    for (float x : v)
+        arr.elems.emplace_back(double{x});
+    set(std::move(key), value{value_type::array, std::move(arr)});
+}
+
+void writer::set_i32_array(std::string key, std::span<const int32_t> v) {
+    array_value arr{value_type::i32, {}};
+    arr.elems.reserve(v.size());
+    for (int32_t x : v)
+        arr.elems.emplace_back(int64_t{x});
+    set(std::move(key), value{value_type::array, std::move(arr)});
+}
+
+void writer::add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,
+                        std::vector<uint8_t> data) {
+    for (const pending_tensor& t : tensors_)
+        if (t.name == name)
+            fail(status::invalid_argument, "gguf writer: duplicate tensor '", name, "'");
+    if (dims.empty() || dims.size() > static_cast<size_t>(wire::max_dims))
+        fail(status::invalid_argument, "gguf writer: tensor '", name, "' has ", dims.size(),
+             " dims, expected 1..", wire::max_dims);
+    const type_traits tt = traits_of(type);
+    if (tt.name == nullptr)
+        fail(status::invalid_argument, "gguf writer: tensor '", name, "' has unknown type id ",
+             static_cast<uint32_t>(type));
+    int64_t n = 1;
+    for (int64_t d : dims)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n))
+            fail(status::invalid_argument, "gguf writer: tensor '", name,
+                 "' has a negative dimension or too many elements");
+    if (dims[0] % tt.block_size != 0)
+        fail(status::invalid_argument, "gguf writer: tensor '", name, "' row length ", dims[0],
+             " is not a multiple of the block size ", tt.block_size, " of ", tt.name);
+    const uint64_t n_bytes = static_cast<uint64_t>(n) / tt.block_size * tt.type_size;
+    if (data.size() != n_bytes)
+        fail(status::invalid_argument, "gguf writer: tensor '", name, "' needs ", n_bytes,
+             " bytes of data, got ", data.size());
+    tensors_.push_back({std::move(name), type, {dims.begin(), dims.end()}, std::move(data)});
+}
+
+void writer::write(const std::string& path) const {
+    const bool has_alignment_key = std::any_of(
+        kv_.begin(), kv_.end(), [](const auto& kv) { return kv.first == wire::alignment_key; });
+    const bool add_alignment_key = alignment_ != wire::default_alignment && !has_alignment_key;
+    const std::string tmp = concat(path, ".tmp.", ::getpid());
+    try {
+        file_sink out(tmp);
+        out.bytes(sparse_ ? wire::magic_sparse : wire::magic_dense, 4);
+        out.pod(wire::version);
+        out.pod<uint64_t>(tensors_.size());
+        out.pod<uint64_t>(kv_.size() + (add_alignment_key ? 1 : 0));
+        // gguf-py's reader accepts general.alignment only as u32.
+        const value alignment_value = make_scalar(value_type::u32, uint64_t{alignment_});
+        if (add_alignment_key) {
+            out.str(wire::alignment_key);
+            put_value(out, alignment_value);
+        }
+        for (const auto& [key, v] : kv_) {
+            out.str(key);
+            put_value(out, key == wire::alignment_key ? alignment_value : v);
+        }
+        uint64_t offset = 0;
+        for (const pending_tensor& t : tensors_) {
+            out.str(t.name);
+            out.pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
+            for (int64_t d : t.dims)
+                out.pod<uint64_t>(static_cast<uint64_t>(d));
+            out.pod(static_cast<uint32_t>(t.type));
+            out.pod(offset);
+            offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+        }
+        out.pad(alignment_);
+        for (const pending_tensor& t : tensors_) {
+            out.bytes(t.data.data(), t.data.size());
+            out.pad(alignment_);
+        }
+        out.close();
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            fail(status::io, path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+}
+
+} // namespace pi::gguf

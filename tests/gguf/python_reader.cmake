@@ -1,0 +1,20 @@
+# Runs the gguf_python_reader test: write samples with our writer, read them with gguf-py.
+# Variables: WRITER, PYTHON (empty when no interpreter with gguf was found), SCRIPT, OUT_DIR.
+if(NOT PYTHON)
+  if("$ENV{CI}" STREQUAL "true")
+    message(FATAL_ERROR "no python with gguf under CI: set POWERINFER_TEST_PYTHON or create .venv")
+  endif()
+  message("SKIPPED: no python with gguf (set POWERINFER_TEST_PYTHON or create .venv)")
+  return()
+endif()
+file(REMOVE_RECURSE "${OUT_DIR}")
+file(MAKE_DIRECTORY "${OUT_DIR}")
+execute_process(COMMAND "${WRITER}" "${OUT_DIR}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gguf_write_sample failed: ${rc}")
+endif()
+execute_process(COMMAND "${PYTHON}" "${SCRIPT}" "${OUT_DIR}/dense.gguf" "${OUT_DIR}/sparse.gguf"
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "check_with_gguf_py.py failed: ${rc}")
+endif()
