@@ -1,0 +1,235 @@
+// The CPU backend's vtable: device facts, threads, host buffers with a memory capacity, and the
+// door from the C function pointers to the reference kernels (no exception crosses it).
+#include "cpu_backend.h"
+
+#include "cpu_context.hpp"
+#include "cpu_kernels.hpp"
+
+#include <oneapi/tbb/info.h>
+
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
+
+namespace pi::cpu {
+
+void aligned_free::operator()(std::byte* p) const noexcept {
+    ::operator delete (p, std::align_val_t{buffer_alignment});
+}
+
+namespace {
+
+constexpr std::size_t unknown_memory = std::numeric_limits<std::size_t>::max();
+
+std::size_t ram_pages_bytes([[maybe_unused]] int pages_name) {
+#if defined(_SC_PAGESIZE)
+    const long pages = sysconf(pages_name);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 &&
+        static_cast<std::size_t>(pages) <= unknown_memory / static_cast<std::size_t>(page))
+        return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+    return unknown_memory;
+}
+
+std::size_t physical_ram() {
+#if defined(_SC_PHYS_PAGES)
+    return ram_pages_bytes(_SC_PHYS_PAGES);
+#else
+    return unknown_memory;
+#endif
+}
+
+std::size_t available_ram() {
+#if defined(_SC_AVPHYS_PAGES)
+    return ram_pages_bytes(_SC_AVPHYS_PAGES);
+#else
+    return unknown_memory;
+#endif
+}
+
+// The status of f(context&), with a null context rejected and exceptions turned into codes.
+template <class F> int guarded(void* ctx, F&& f) noexcept {
+    if (ctx == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    try {
+        return f(*as_context(ctx));
+    } catch (const std::bad_alloc&) {
+        return PIB_ERR_OUT_OF_MEMORY;
+    } catch (...) {
+        return PIB_ERR_DEVICE;
+    }
+}
+
+// entry<&kernel>::fn is the C-callable vtable slot of a kernel taking (context&, args...).
+template <auto Kernel> struct entry;
+template <class... A, int (*Kernel)(context&, A...)> struct entry<Kernel> {
+    static int fn(void* ctx, A... args) noexcept {
+        return guarded(ctx, [&](context& c) { return Kernel(c, args...); });
+    }
+};
+
+void destroy(void* ctx) {
+    std::unique_ptr<context>{as_context(ctx)};
+}
+
+// More threads than the hardware offers would only be refused by TBB's worker limit.
+int set_threads(context& c, int32_t n_threads) {
+    const int hardware = tbb::info::default_concurrency();
+    const int n = n_threads > 0 && n_threads < hardware ? n_threads : hardware;
+    c.arena.reset();
+    c.arena.emplace(n);
+    c.n_threads = n;
+    return PIB_OK;
+}
+
+int device_info(context& c, pib_device_info* out) {
+    if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    const std::size_t used = c.used.load();
+    out->name = "cpu";
+    out->kind = "cpu";
+    out->memory_total = c.capacity;
+    out->memory_free = c.capacity - used;
+    if (c.capacity_is_ram && available_ram() < out->memory_free) out->memory_free = available_ram();
+    out->host_visible = 1;
+    return PIB_OK;
+}
+
+// Charges `size` bytes to the capacity, or fails when they would not fit.
+bool reserve(context& c, std::size_t size) {
+    std::size_t cur = c.used.load();
+    do {
+        if (size > c.capacity || cur > c.capacity - size) return false;
+    } while (!c.used.compare_exchange_weak(cur, cur + size));
+    return true;
+}
+
+int buffer_alloc(context& c, std::size_t size, pib_buffer** out) {
+    if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (!reserve(c, size)) return PIB_ERR_OUT_OF_MEMORY;
+    try {
+        aligned_bytes storage{static_cast<std::byte*>(
+            ::operator new (size, std::align_val_t{buffer_alignment}, std::nothrow))};
+        if (!storage) throw std::bad_alloc();
+        auto buf = std::make_unique<pib_buffer>();
+        buf->data = storage.get();
+        buf->size = size;
+        buf->owner = &c;
+        buf->storage = std::move(storage);
+        *out = buf.release();
+        return PIB_OK;
+    } catch (const std::bad_alloc&) {
+        c.used -= size;
+        return PIB_ERR_OUT_OF_MEMORY;
+    }
+}
+
+// Wrapped memory belongs to the caller (often an mmapped model file), so it is not charged to
+// the capacity.
+int buffer_from_host(context&, void* ptr, std::size_t size, pib_buffer** out) {
+    if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (ptr == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    auto buf = std::make_unique<pib_buffer>();
+    buf->data = static_cast<std::byte*>(ptr);
+    buf->size = size;
+    *out = buf.release();
+    return PIB_OK;
+}
+
+void buffer_free(void*, pib_buffer* buf) {
+    const std::unique_ptr<pib_buffer> owned{buf};
+    if (owned && owned->owner != nullptr) owned->owner->used -= owned->size;
+}
+
+std::size_t buffer_size(void*, const pib_buffer* buf) {
+    return buf != nullptr ? buf->size : 0;
+}
+
+void* buffer_host_ptr(void*, pib_buffer* buf) {
+    return buf != nullptr ? buf->data : nullptr;
+}
+
+bool in_range(const pib_buffer* buf, std::size_t offset, std::size_t n) {
+    return buf != nullptr && offset <= buf->size && n <= buf->size - offset;
+}
+
+int buffer_upload(context&, pib_buffer* buf, std::size_t offset, const void* src, std::size_t n) {
+    if (!in_range(buf, offset, n) || (src == nullptr && n > 0)) return PIB_ERR_INVALID_ARGUMENT;
+    if (n > 0) std::memcpy(buf->data + offset, src, n);
+    return PIB_OK;
+}
+
+int buffer_download(context&, const pib_buffer* buf, std::size_t offset, void* dst, std::size_t n) {
+    if (!in_range(buf, offset, n) || (dst == nullptr && n > 0)) return PIB_ERR_INVALID_ARGUMENT;
+    if (n > 0) std::memcpy(dst, buf->data + offset, n);
+    return PIB_OK;
+}
+
+int buffer_clear(context&, pib_buffer* buf, std::size_t offset, std::size_t n) {
+    if (!in_range(buf, offset, n)) return PIB_ERR_INVALID_ARGUMENT;
+    if (n > 0) std::memset(buf->data + offset, 0, n);
+    return PIB_OK;
+}
+
+// Every kernel has finished when it returns.
+int synchronize(context&) {
+    return PIB_OK;
+}
+
+const pib_vtable vtable = {
+    .api_version = PIB_API_VERSION,
+    .destroy = destroy,
+    .device_info = entry<&device_info>::fn,
+    .set_n_threads = entry<&set_threads>::fn,
+    .buffer_alloc = entry<&buffer_alloc>::fn,
+    .buffer_from_host = entry<&buffer_from_host>::fn,
+    .buffer_free = buffer_free,
+    .buffer_size = buffer_size,
+    .buffer_host_ptr = buffer_host_ptr,
+    .buffer_upload = entry<&buffer_upload>::fn,
+    .buffer_download = entry<&buffer_download>::fn,
+    .buffer_clear = entry<&buffer_clear>::fn,
+    .synchronize = entry<&synchronize>::fn,
+    .get_rows = entry<&get_rows>::fn,
+    .set_rows = entry<&set_rows>::fn,
+    .mul_mat = entry<&mul_mat>::fn,
+    .mul_mat_sparse = entry<&mul_mat_sparse>::fn,
+    .axpy_sparse = entry<&axpy_sparse>::fn,
+    .select_active = entry<&select_active>::fn,
+    .rms_norm = entry<&rms_norm>::fn,
+    .rope = entry<&rope>::fn,
+    .attention = entry<&attention>::fn,
+    .add = entry<&add>::fn,
+    .relu = entry<&relu>::fn,
+    .glu = entry<&glu>::fn,
+};
+
+} // namespace
+
+} // namespace pi::cpu
+
+extern "C" int pib_cpu_backend_create(int32_t n_threads, size_t memory_capacity, pib_backend* out) {
+    using namespace pi::cpu;
+    if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
+    out->vt = nullptr;
+    out->ctx = nullptr;
+    try {
+        auto c = std::make_unique<context>();
+        c->capacity = memory_capacity != 0 ? memory_capacity : physical_ram();
+        c->capacity_is_ram = memory_capacity == 0;
+        set_threads(*c, n_threads);
+        out->vt = &vtable;
+        out->ctx = c.release();
+        return PIB_OK;
+    } catch (const std::bad_alloc&) {
+        return PIB_ERR_OUT_OF_MEMORY;
+    } catch (...) {
+        return PIB_ERR_DEVICE;
+    }
+}

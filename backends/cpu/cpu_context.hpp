@@ -1,0 +1,52 @@
+#pragma once
+// The state behind the CPU backend's void* ctx and the definition of its buffers.
+#include "backend/backend.h"
+
+#include <oneapi/tbb/enumerable_thread_specific.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace pi::cpu {
+
+struct context;
+
+struct aligned_free {
+    void operator()(std::byte* p) const noexcept;
+};
+using aligned_bytes = std::unique_ptr<std::byte[], aligned_free>;
+
+// Every buffer starts on this boundary so that SIMD kernels may use aligned loads.
+inline constexpr std::size_t buffer_alignment = 64;
+
+struct context {
+    std::size_t capacity = 0;
+    bool capacity_is_ram = false; // free memory then comes from the OS, not from `used`
+    std::atomic<std::size_t> used{0};
+    int32_t n_threads = 1;
+    std::optional<tbb::task_arena> arena;
+    // Per-thread attention scratch (scores of one head, then the weighted V sum); grows only
+    // when n_kv or head_dim grows, so steady-state calls do not allocate.
+    tbb::enumerable_thread_specific<std::vector<double>> attention_scratch;
+
+    // Runs f inside this backend's arena so that parallel loops use exactly n_threads threads.
+    template <class F> void run(F&& f) { arena->execute(std::forward<F>(f)); }
+};
+
+inline context* as_context(void* ctx) noexcept {
+    return static_cast<context*>(ctx);
+}
+
+} // namespace pi::cpu
+
+struct pib_buffer {
+    std::byte* data = nullptr;
+    std::size_t size = 0;
+    pi::cpu::context* owner = nullptr; // the context charged for `storage`; null when wrapped
+    pi::cpu::aligned_bytes storage;    // empty for buffers that wrap host memory
+};
