@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/offload.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace pi {
@@ -19,6 +20,12 @@ struct context::arena_layout {
     pib_tensor audit_up, audit_gate; // dense FFN activations for the predictor audit
     std::vector<pib_tensor> k_cache, v_cache;
     size_t size = 0;
+};
+
+// Activations of the device half of a hybrid FFN, in the offload device's memory.
+struct context::device_arena {
+    buffer mem;
+    pib_tensor xn, idx, count, up, gate, partial;
 };
 
 namespace {
@@ -130,6 +137,28 @@ context::context(const model& m, const context_options& options) : model_(m), op
     counts_host_.resize(static_cast<size_t>(B));
     logits_.resize(static_cast<size_t>(B) * static_cast<size_t>(h.n_vocab));
     logits_row_of_token_.assign(static_cast<size_t>(B), -1);
+    if (const offload* off = options_.ffn_offload) {
+        if (!m.sparse_inference()) fail(status::invalid_argument, "FFN offloading needs sparse inference");
+        if (off->n_layers() != static_cast<size_t>(h.n_layer))
+            fail(status::invalid_argument, "the offload plan does not belong to this model");
+        const int64_t k = std::max<int32_t>(off->max_hot(), 1);
+        layout_builder db;
+        dv_ = std::make_unique<device_arena>();
+        dv_->xn = db.add(ggml_type::f32, d, B);
+        dv_->idx = db.add(ggml_type::i32, k, B);
+        dv_->count = db.add(ggml_type::i32, B, 1);
+        dv_->up = db.add(ggml_type::f32, k, B);
+        dv_->gate = db.add(ggml_type::f32, k, B);
+        dv_->partial = db.add(ggml_type::f32, d, B);
+        dv_->mem = off->dev().alloc(db.size());
+        for (pib_tensor* t : {&dv_->xn, &dv_->idx, &dv_->count, &dv_->up, &dv_->gate, &dv_->partial})
+            place(*t, dv_->mem);
+        idx_host_.resize(static_cast<size_t>(B * ff));
+        hot_idx_host_.resize(static_cast<size_t>(B * k));
+        hot_count_host_.resize(static_cast<size_t>(B));
+        partial_host_.resize(static_cast<size_t>(B * d));
+        worker_ = std::thread([this] { worker_loop(); });
+    }
     if (audit) {
         audits_.resize(static_cast<size_t>(h.n_layer));
         audit_act_host_.resize(static_cast<size_t>(B * ff));
@@ -171,7 +200,133 @@ void context::audit_layer(size_t il, int32_t n) {
     out.tokens += static_cast<uint64_t>(n);
 }
 
-context::~context() = default;
+context::~context() {
+    if (worker_.joinable()) {
+        {
+            std::lock_guard lock(worker_mutex_);
+            worker_stop_ = true;
+        }
+        worker_cv_.notify_all();
+        worker_.join();
+    }
+}
+
+void context::worker_loop() {
+    for (;;) {
+        std::unique_lock lock(worker_mutex_);
+        worker_cv_.wait(lock, [this] { return worker_has_job_ || worker_stop_; });
+        if (worker_stop_) return;
+        lock.unlock();
+        std::exception_ptr error;
+        try {
+            device_half(job_layer_, job_tokens_);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        lock.lock();
+        worker_error_ = error;
+        worker_has_job_ = false;
+        lock.unlock();
+        worker_cv_.notify_all();
+    }
+}
+
+void context::start_device_half(size_t il, int32_t n) {
+    {
+        std::lock_guard lock(worker_mutex_);
+        job_layer_ = il;
+        job_tokens_ = n;
+        worker_has_job_ = true;
+    }
+    worker_cv_.notify_all();
+}
+
+void context::wait_device_half() {
+    std::unique_lock lock(worker_mutex_);
+    worker_cv_.wait(lock, [this] { return !worker_has_job_; });
+    if (worker_error_) std::rethrow_exception(std::exchange(worker_error_, nullptr));
+}
+
+// The device's share of a hybrid FFN: the active hot neurons of every token, summed into its own
+// partial output (spec §4.2: the device holds gathered rows; the CPU adds the two halves).
+void context::device_half(size_t il, int32_t n) {
+    const offload_layer& l = options_.ffn_offload->layer(il);
+    device& dd = options_.ffn_offload->dev();
+    const device_arena& a = *dv_;
+    const auto k = static_cast<int64_t>(l.hot.size());
+    pib_tensor idx = first_rows(a.idx, n), up = first_rows(a.up, n), gate = first_rows(a.gate, n);
+    idx.ne0 = up.ne0 = gate.ne0 = k; // rows keep the arena's stride, sized for the largest layer
+    pib_tensor count = a.count;
+    count.ne0 = n;
+    const pib_tensor xn = first_rows(a.xn, n), partial = first_rows(a.partial, n);
+    dd.run("device FFN up", &pib_vtable::mul_mat_sparse, &l.up, &xn, &idx, &count, &up);
+    dd.run("device FFN gate", &pib_vtable::mul_mat_sparse, &l.gate, &xn, &idx, &count, &gate);
+    dd.run("device FFN activation", &pib_vtable::glu, &gate, &up, static_cast<int32_t>(model_.glu()), &up);
+    dd.run("clearing the device partial sum", &pib_vtable::buffer_clear, a.mem.get(), partial.offset,
+           partial.nb1 * static_cast<size_t>(n));
+    dd.run("device FFN down", &pib_vtable::axpy_sparse, &l.down_t, &up, &idx, &count, &partial);
+    dd.run("device synchronize", &pib_vtable::synchronize);
+}
+
+// Sparse FFN split between the CPU and the offload device: the predictor's lists are divided
+// into hot (device) and cold (CPU) neurons, both halves run at once, then the partial sums add.
+void context::hybrid_ffn(size_t il, int32_t n) {
+    const arena_layout& a = *at_;
+    const layer_weights& w = model_.layers()[il];
+    const offload_layer& l = options_.ffn_offload->layer(il);
+    device& dv = *dev_;
+    device& dd = options_.ffn_offload->dev();
+    const auto ff = static_cast<size_t>(model_.hp().n_ff);
+    const auto d = static_cast<size_t>(model_.hp().n_embd);
+    const size_t k_stride = static_cast<size_t>(dv_->idx.ne0);
+    const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n), u = first_rows(a.u, n),
+                     g = first_rows(a.g, n), idx = first_rows(a.idx, n);
+    pib_tensor count = a.count;
+    count.ne0 = n;
+
+    bool any_hot = false;
+    for (int32_t t = 0; t < n; ++t) {
+        const auto tt = static_cast<size_t>(t);
+        const int32_t total = counts_host_[tt];
+        int32_t* list = idx_host_.data() + tt * ff;
+        dv.download(arena_, a.idx.offset + tt * a.idx.nb1, list, sizeof(int32_t) * static_cast<size_t>(total));
+        int32_t cold = 0, hot = 0;
+        for (int32_t j = 0; j < total; ++j) {
+            const int32_t row = l.device_row[static_cast<size_t>(list[j])];
+            if (row >= 0) hot_idx_host_[tt * k_stride + static_cast<size_t>(hot++)] = row;
+            else list[cold++] = list[j];
+        }
+        counts_host_[tt] = cold;
+        hot_count_host_[tt] = hot;
+        any_hot = any_hot || hot > 0;
+        dv.upload(arena_, a.idx.offset + tt * a.idx.nb1, list, sizeof(int32_t) * static_cast<size_t>(cold));
+    }
+    dv.upload(arena_, a.count.offset, counts_host_.data(), sizeof(int32_t) * static_cast<size_t>(n));
+    if (any_hot) {
+        // Host-visible activations go to the device as bytes; both sides use F32 rows.
+        const auto* xn_host = static_cast<const uint8_t*>(dv.vt().buffer_host_ptr(dv.ctx(), arena_.get()));
+        if (!xn_host) fail(status::internal, "the CPU arena is not host-visible");
+        dd.upload(dv_->mem, dv_->xn.offset, xn_host + a.xn.offset, a.xn.nb1 * static_cast<size_t>(n));
+        dd.upload(dv_->mem, dv_->idx.offset, hot_idx_host_.data(), sizeof(int32_t) * k_stride * static_cast<size_t>(n));
+        dd.upload(dv_->mem, dv_->count.offset, hot_count_host_.data(), sizeof(int32_t) * static_cast<size_t>(n));
+        start_device_half(il, n);
+    }
+    try {
+        dv.run("sparse FFN up (cold)", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
+        dv.run("sparse FFN gate (cold)", &pib_vtable::mul_mat_sparse, &w.gate, &xn, &idx, &count, &g);
+        dv.run("FFN activation", &pib_vtable::glu, &g, &u, static_cast<int32_t>(model_.glu()), &u);
+        dv.run("sparse FFN down (cold)", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
+    } catch (...) {
+        if (any_hot) wait_device_half();
+        throw;
+    }
+    if (!any_hot) return;
+    wait_device_half();
+    dd.download(dv_->mem, dv_->partial.offset, partial_host_.data(), sizeof(float) * d * static_cast<size_t>(n));
+    const pib_tensor tmp = first_rows(a.tmp, n);
+    dv.upload(arena_, a.tmp.offset, partial_host_.data(), sizeof(float) * d * static_cast<size_t>(n));
+    dv.run("merging the device partial sum", &pib_vtable::add, &x, &tmp, &x);
+}
 
 void context::check_cancel() const {
     if (cancel_.load(std::memory_order_relaxed)) fail(status::cancelled, "decoding cancelled");
@@ -346,20 +501,24 @@ void context::ffn_block(size_t il, int32_t n) {
         dv.run("predictor ReLU", &pib_vtable::relu, &z, &z);
         dv.run("predictor fc2", &pib_vtable::mul_mat, &w.fc2, &z, &p);
         dv.run("selecting active neurons", &pib_vtable::select_active, &p, model_.sparse_threshold(), &idx, &count);
-        dv.run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
-        dv.run("sparse FFN gate", &pib_vtable::mul_mat_sparse, &w.gate, &xn, &idx, &count, &g);
-        dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
-        dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
         dv.run("synchronize", &pib_vtable::synchronize);
         dv.download(arena_, a.count.offset, counts_host_.data(), sizeof(int32_t) * static_cast<size_t>(n));
         uint64_t active = 0;
         for (int32_t i = 0; i < n; ++i) active += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
+        if (!audits_.empty()) audit_layer(il, n);
+        if (dv_) {
+            hybrid_ffn(il, n);
+        } else {
+            dv.run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
+            dv.run("sparse FFN gate", &pib_vtable::mul_mat_sparse, &w.gate, &xn, &idx, &count, &g);
+            dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
+            dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
+        }
         stats_.ffn_active_neurons += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
         if (n == 1)
             stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
                                    active * (w.up.nb1 + w.gate.nb1 + w.down_t.nb1);
-        if (!audits_.empty()) audit_layer(il, n);
         return;
     }
     dv.run("FFN up", &pib_vtable::mul_mat, &w.up, &xn, &u);

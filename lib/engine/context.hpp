@@ -1,7 +1,11 @@
 #pragma once
 // The run state of one conversation: KV cache, scratch arena, statistics, cancellation.
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <span>
 #include <vector>
@@ -11,12 +15,15 @@
 
 namespace pi {
 
+class offload;
+
 struct context_options {
     int32_t n_ctx = 512;
     int32_t n_batch = 512;
     int32_t n_threads = 1;
     bool kv_f16 = true;
     bool audit_predictor = false;
+    const offload* ffn_offload = nullptr; // hot neurons on a device; must outlive the context
 };
 
 struct predictor_audit {
@@ -69,6 +76,11 @@ private:
     void check_cancel() const;
     void forget_cells(std::span<const int32_t> positions);
     void audit_layer(size_t il, int32_t n);
+    void hybrid_ffn(size_t il, int32_t n);
+    void device_half(size_t il, int32_t n);
+    void worker_loop();
+    void start_device_half(size_t il, int32_t n);
+    void wait_device_half();
 
     const model& model_;
     context_options options_;
@@ -91,6 +103,21 @@ private:
     std::vector<float> audit_act_host_;   // [n_batch][n_ff] true activations
     std::vector<int32_t> audit_idx_host_; // [n_batch][n_ff] predicted lists
     std::vector<uint8_t> audit_mark_;     // [n_ff] scratch
+
+    // Hybrid FFN: the device computes the hot neurons while the CPU computes the cold ones.
+    struct device_arena;
+    std::unique_ptr<device_arena> dv_;
+    std::vector<int32_t> idx_host_;       // [n_batch][n_ff] active lists, split in place to cold
+    std::vector<int32_t> hot_idx_host_;   // [n_batch][max_hot] device rows of active hot neurons
+    std::vector<int32_t> hot_count_host_; // [n_batch]
+    std::vector<float> partial_host_;     // [n_batch][n_embd] the device's partial sum
+    std::mutex worker_mutex_;
+    std::condition_variable worker_cv_;
+    bool worker_has_job_ = false, worker_stop_ = false;
+    size_t job_layer_ = 0;
+    int32_t job_tokens_ = 0;
+    std::exception_ptr worker_error_;
+    std::thread worker_;
 };
 
 } // namespace pi

@@ -76,6 +76,7 @@ public:
     const pib_tensor& output() const noexcept { return output_; }
     const std::vector<layer_weights>& layers() const noexcept { return layers_; }
     int32_t max_predictor_rank() const noexcept;
+    const device& host_device() const noexcept { return *host_; } // owns the weights buffer
 
 private:
     model();
