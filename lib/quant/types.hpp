@@ -3,6 +3,7 @@
 // Plain C++ with no exceptions so that backends may include it.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace pi {
 
@@ -26,21 +27,36 @@ enum class ggml_type : uint32_t {
     i32 = 18,
 };
 
+// Row converters between a type's bytes and floats: n elements, a multiple of the block size.
+// The byte side needs no alignment (file data may sit at any offset).
+using to_float_fn = void (*)(const void* src, float* dst, int64_t n) noexcept;
+using from_float_fn = void (*)(const float* src, void* dst, int64_t n) noexcept;
+
 struct type_traits {
-    const char* name;  // nullptr for ids that are not a type
-    uint32_t block_size;  // elements per block
-    uint32_t type_size;   // bytes per block
+    const char* name;                   // nullptr for ids that are not a type
+    uint32_t block_size;                // elements per block
+    uint32_t type_size;                 // bytes per block
+    to_float_fn to_float = nullptr;     // F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; else nullptr
+    from_float_fn from_float = nullptr; // reference quantizer (quant/quantize.hpp); same types
 };
 
 // Traits for a raw type id; name == nullptr when the id is unknown or removed.
 type_traits traits_of(uint32_t type_id) noexcept;
-inline type_traits traits_of(ggml_type t) noexcept { return traits_of(static_cast<uint32_t>(t)); }
+inline type_traits traits_of(ggml_type t) noexcept {
+    return traits_of(static_cast<uint32_t>(t));
+}
 
 // Bytes of a row of n elements; n must be a multiple of the block size.
 inline size_t row_bytes(ggml_type t, int64_t n) noexcept {
     const type_traits tt = traits_of(t);
     return static_cast<size_t>(n / tt.block_size) * tt.type_size;
 }
+
+// Checked dispatch through the table: false (and nothing written) when the type has no
+// converter, src.size() is not a multiple of the block size, or dst has not exactly the bytes
+// (or floats) of src.
+bool quantize_row(ggml_type type, std::span<const float> src, std::span<uint8_t> dst) noexcept;
+bool dequantize_row(ggml_type type, std::span<const uint8_t> src, std::span<float> dst) noexcept;
 
 float fp16_to_fp32(uint16_t h) noexcept;
 uint16_t fp32_to_fp16(float f) noexcept; // round to nearest even, like F16C

@@ -1,0 +1,55 @@
+#include "api/api_support.hpp"
+#include "api/handles.hpp"
+#include "model/quantize_model.hpp"
+
+using namespace pi;
+using pi::api::guard;
+using pi::api::require;
+
+namespace {
+
+struct progress_bridge {
+    pi_progress_callback fn;
+    void* user_data;
+    static bool call(float progress, void* self) {
+        auto* b = static_cast<progress_bridge*>(self);
+        return b->fn(progress, b->user_data) != 0;
+    }
+};
+
+} // namespace
+
+extern "C" {
+
+pi_quantize_params pi_quantize_default_params(void) {
+    pi_quantize_params p{};
+    p.struct_size = sizeof(p);
+    p.type = "Q4_0";
+    p.n_threads = 0;
+    p.keep_predictor = 0;
+    return p;
+}
+
+pi_status pi_model_quantize(const char* in_path, const char* out_path,
+                            const pi_quantize_params* params) {
+    return guard([&] {
+        require(in_path, "in_path");
+        require(out_path, "out_path");
+        const pi_quantize_params p =
+            api::read_params(params, pi_quantize_default_params(), "pi_quantize_params");
+        require(p.type, "pi_quantize_params.type");
+        quantize_options o;
+        o.type = parse_quantize_type(p.type);
+        o.n_threads = p.n_threads;
+        o.keep_predictor = p.keep_predictor != 0;
+        progress_bridge bridge{p.progress, p.progress_user_data};
+        if (p.progress) {
+            o.progress = &progress_bridge::call;
+            o.progress_user_data = &bridge;
+        }
+        quantize_model(in_path, out_path, o);
+        return PI_OK;
+    });
+}
+
+} // extern "C"

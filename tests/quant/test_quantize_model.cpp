@@ -1,0 +1,432 @@
+// Model quantization (lib/model/quantize_model): which tensors get which type, that the bytes are
+// the reference quantizers' bytes, that the rest of the file is carried over unchanged, and that
+// the input is never overwritten or half-written output left behind.
+#include "model/quantize_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "gguf/gguf.hpp"
+#include "quant/types.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
+#include "support/test_support.hpp"
+
+using pi::ggml_type;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct source_tensor {
+    std::string name;
+    ggml_type type;
+    std::vector<int64_t> dims;
+};
+
+// A model-shaped GGUF: every kind of tensor the rule distinguishes, random Gaussian contents.
+const std::vector<source_tensor>& source_tensors() {
+    static const std::vector<source_tensor> t = {
+        {"token_embd.weight", ggml_type::f32, {64, 10}},
+        {"output_norm.weight", ggml_type::f32, {64}},
+        {"blk.0.attn_q.weight", ggml_type::f32, {48, 4}}, // rows of 48: not a block multiple
+        {"blk.0.attn_q.bias", ggml_type::f32, {48}},
+        {"blk.0.ffn_up.weight", ggml_type::f16, {64, 8}},
+        {"blk.0.ffn_down_t.weight", ggml_type::f16, {64, 8}},
+        {"blk.0.fc1.weight", ggml_type::f32, {64, 32}},
+        {"blk.0.fc2.weight", ggml_type::f32, {32, 64}},
+        {"blk.1.fc2.weight", ggml_type::f32, {18, 64}}, // predictor rank 18
+        {"blk.0.gpu_idx", ggml_type::i32, {64}},
+        {"blk.0.conv.weight", ggml_type::f32, {32, 2, 2}}, // 3-D: copied
+        {"output.weight", ggml_type::f32, {64, 10}},
+    };
+    return t;
+}
+
+std::vector<uint8_t> gaussian_data(const source_tensor& s, std::mt19937& rng) {
+    int64_t n = 1;
+    for (int64_t d : s.dims)
+        n *= d;
+    std::normal_distribution<float> gauss(0.0f, 1.0f);
+    std::vector<uint8_t> out(pi::row_bytes(s.type, n));
+    if (s.type == ggml_type::i32) {
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t v = static_cast<int32_t>(i % 2);
+            std::memcpy(out.data() + 4 * i, &v, 4);
+        }
+        return out;
+    }
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x)
+        v = gauss(rng);
+    REQUIRE(pi::quantize_row(s.type, x, out));
+    return out;
+}
+
+std::string write_source(const std::string& dir, bool sparse, uint32_t alignment = 32) {
+    pi::gguf::writer w(sparse, alignment);
+    w.set_string("general.architecture", "llama");
+    w.set_u32("general.file_type", 0);
+    w.set_string("general.name", "quantize test");
+    w.set_f32_array("powerinfer.some_array", std::vector<float>{1.5f, -2.0f});
+    w.set_u32("llama.block_count", 2);
+    std::mt19937 rng(99);
+    for (const source_tensor& s : source_tensors())
+        w.add_tensor(s.name, s.type, s.dims, gaussian_data(s, rng));
+    const std::string path =
+        (fs::path(dir) / (sparse ? "in-sparse.gguf" : "in-dense.gguf")).string();
+    w.write(path);
+    return path;
+}
+
+std::vector<char> file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+pi::status status_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const pi::error& e) {
+        return e.code();
+    }
+    return pi::status::ok;
+}
+
+bool same_value(const pi::gguf::value& a, const pi::gguf::value& b) {
+    if (a.type != b.type || a.data.index() != b.data.index()) return false;
+    return std::visit(
+        [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            const T& y = std::get<T>(b.data);
+            if constexpr (std::is_same_v<T, pi::gguf::array_value>)
+                return x.elem_type == y.elem_type && x.elems == y.elems;
+            else
+                return x == y;
+        },
+        a.data);
+}
+
+std::vector<float> to_floats(const pi::gguf::tensor_info& t) {
+    std::vector<float> out(static_cast<size_t>(t.n_elements()));
+    REQUIRE(pi::dequantize_row(t.type, std::span<const uint8_t>(t.data, t.n_bytes), out));
+    return out;
+}
+
+// Relative RMSE bounds of the formats on Gaussian data (see test_quant_formats.cpp).
+double rmse_bound(ggml_type t) {
+    switch (t) {
+    case ggml_type::f16:
+        return 2.5e-4;
+    case ggml_type::q8_0:
+        return 0.0065;
+    case ggml_type::q5_1:
+        return 0.045;
+    case ggml_type::q5_0:
+        return 0.05;
+    case ggml_type::q4_1:
+        return 0.095;
+    default:
+        return 0.105;
+    }
+}
+
+// Collects the library's log messages while alive (and keeps the expected warnings off stderr).
+class log_capture {
+  public:
+    log_capture() { pi::set_log_sink(&log_capture::sink, this); }
+    ~log_capture() { pi::set_log_sink(nullptr, nullptr); }
+    log_capture(const log_capture&) = delete;
+    log_capture& operator=(const log_capture&) = delete;
+
+    bool has(pi::log_level level, const std::string& part) const {
+        for (const auto& [l, m] : messages_)
+            if (l == level && m.find(part) != std::string::npos) return true;
+        return false;
+    }
+
+  private:
+    static void sink(pi::log_level level, const char* message, void* self) {
+        static_cast<log_capture*>(self)->messages_.emplace_back(level, message);
+    }
+    std::vector<std::pair<pi::log_level, std::string>> messages_;
+};
+
+pi::quantize_options options(ggml_type t, int threads = 2) {
+    pi::quantize_options o;
+    o.type = t;
+    o.n_threads = threads;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE(
+    "plan_tensor follows the rule: 2-D weights quantized, predictor Q4_0 or Q5_0, rest copied") {
+    auto plan = [](const std::string& name, ggml_type type, std::vector<int64_t> dims,
+                   ggml_type target, bool keep = false) {
+        pi::gguf::tensor_info t;
+        t.name = name;
+        t.type = type;
+        t.n_dims = static_cast<uint32_t>(dims.size());
+        for (size_t i = 0; i < dims.size(); ++i)
+            t.ne[i] = dims[i];
+        pi::quantize_options o = options(target);
+        o.keep_predictor = keep;
+        return pi::plan_tensor(t, o);
+    };
+    CHECK(plan("blk.0.ffn_up.weight", ggml_type::f16, {4096, 11008}, ggml_type::q4_1).type ==
+          ggml_type::q4_1);
+    CHECK(plan("token_embd.weight", ggml_type::f32, {4096, 32000}, ggml_type::q8_0).type ==
+          ggml_type::q8_0);
+    CHECK(plan("blk.0.attn_norm.weight", ggml_type::f32, {4096}, ggml_type::q4_0).type ==
+          ggml_type::f32);
+    CHECK(plan("blk.0.gpu_idx", ggml_type::i32, {11008}, ggml_type::q4_0).type == ggml_type::i32);
+    CHECK(plan("blk.0.gpu_bucket", ggml_type::i32, {128, 2}, ggml_type::q4_0).type ==
+          ggml_type::i32);
+    // The predictor: Q4_0 with a Q4_0 target, otherwise Q5_0, even for F16 and Q8_0 targets.
+    CHECK(plan("blk.3.fc1.weight", ggml_type::f16, {4096, 1024}, ggml_type::q4_0).type ==
+          ggml_type::q4_0);
+    CHECK(plan("blk.3.fc2.weight", ggml_type::f16, {1024, 11008}, ggml_type::q8_0).type ==
+          ggml_type::q5_0);
+    CHECK(plan("blk.3.fc1.weight", ggml_type::f16, {4096, 1024}, ggml_type::f16).type ==
+          ggml_type::q5_0);
+    CHECK(plan("blk.3.fc1.weight", ggml_type::f16, {4096, 1024}, ggml_type::q4_1, true).type ==
+          ggml_type::f16);
+    // Rows that do not split into blocks stay as they are, with a warning naming the tensor.
+    const pi::tensor_plan odd = plan("blk.1.fc2.weight", ggml_type::f32, {18, 64}, ggml_type::q4_0);
+    CHECK(odd.type == ggml_type::f32);
+    CHECK(odd.warning.find("blk.1.fc2.weight") != std::string::npos);
+    CHECK(plan("blk.0.attn_q.weight", ggml_type::f32, {48, 4}, ggml_type::f16).type ==
+          ggml_type::f16);
+    // Requantizing is refused, naming the tensor.
+    try {
+        plan("blk.0.ffn_up.weight", ggml_type::q4_0, {64, 8}, ggml_type::q8_0);
+        FAIL("a Q4_0 weight was accepted");
+    } catch (const pi::error& e) {
+        CHECK(e.code() == pi::status::unsupported);
+        CHECK(std::string(e.what()).find("blk.0.ffn_up.weight") != std::string::npos);
+    }
+}
+
+TEST_CASE("quantize types parse case-insensitively and map to llama.cpp file types") {
+    CHECK(pi::parse_quantize_type("Q4_0") == ggml_type::q4_0);
+    CHECK(pi::parse_quantize_type("q5_1") == ggml_type::q5_1);
+    CHECK(pi::parse_quantize_type("f16") == ggml_type::f16);
+    CHECK(status_of([] { pi::parse_quantize_type("Q4_K"); }) == pi::status::invalid_argument);
+    CHECK(status_of([] { pi::parse_quantize_type(""); }) == pi::status::invalid_argument);
+    CHECK(pi::file_type_of(ggml_type::f32) == 0);
+    CHECK(pi::file_type_of(ggml_type::f16) == 1);
+    CHECK(pi::file_type_of(ggml_type::q4_0) == 2);
+    CHECK(pi::file_type_of(ggml_type::q4_1) == 3);
+    CHECK(pi::file_type_of(ggml_type::q8_0) == 7);
+    CHECK(pi::file_type_of(ggml_type::q5_0) == 8);
+    CHECK(pi::file_type_of(ggml_type::q5_1) == 9);
+}
+
+TEST_CASE(
+    "a quantized model keeps magic, metadata and tensor order; weights within the format's bound") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_roundtrip");
+    const log_capture logs;
+    for (bool sparse : {true, false}) {
+        const std::string in = write_source(dir, sparse);
+        const auto src = pi::gguf::file::open(in);
+        for (ggml_type target : {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0, ggml_type::q5_1,
+                                 ggml_type::q8_0, ggml_type::f16, ggml_type::f32}) {
+            const std::string name = pi::traits_of(target).name;
+            CAPTURE(sparse);
+            CAPTURE(name);
+            const std::string out = (fs::path(dir) / ("out-" + name + ".gguf")).string();
+            pi::quantize_model(in, out, options(target));
+            const auto q = pi::gguf::file::open(out);
+            CHECK(q->sparse() == sparse);
+            CHECK(q->alignment() == src->alignment());
+
+            // Metadata: same keys in the same order, general.file_type updated in place,
+            // general.quantization_version = 2 appended.
+            REQUIRE(q->metadata().size() == src->metadata().size() + 1);
+            for (size_t i = 0; i < src->metadata().size(); ++i) {
+                const auto& [key, v] = src->metadata()[i];
+                CAPTURE(key);
+                CHECK(q->metadata()[i].first == key);
+                if (key != "general.file_type") CHECK(same_value(q->metadata()[i].second, v));
+            }
+            CHECK(q->get_u32("general.file_type") == pi::file_type_of(target));
+            CHECK(q->metadata().back().first == "general.quantization_version");
+            CHECK(q->get_u32("general.quantization_version") == 2);
+
+            REQUIRE(q->tensors().size() == src->tensors().size());
+            for (size_t i = 0; i < src->tensors().size(); ++i) {
+                const pi::gguf::tensor_info& a = src->tensors()[i];
+                const pi::gguf::tensor_info& b = q->tensors()[i];
+                CAPTURE(a.name);
+                CHECK(b.name == a.name);
+                CHECK(b.n_dims == a.n_dims);
+                for (int d = 0; d < 4; ++d)
+                    CHECK(b.ne[d] == a.ne[d]);
+                const pi::tensor_plan plan = pi::plan_tensor(a, options(target));
+                CHECK(b.type == plan.type);
+                if (b.type == a.type) {
+                    REQUIRE(b.n_bytes == a.n_bytes);
+                    CHECK(std::memcmp(a.data, b.data, a.n_bytes) == 0);
+                    continue;
+                }
+                // Exactly the reference quantizer's bytes of the original values ...
+                const std::vector<float> x = to_floats(a);
+                std::vector<uint8_t> expected(b.n_bytes);
+                REQUIRE(pi::quantize_row(b.type, x, expected));
+                CHECK(std::memcmp(expected.data(), b.data, b.n_bytes) == 0);
+                // ... and so within the format's error bound.
+                const std::vector<float> y = to_floats(b);
+                double err2 = 0, ref2 = 0;
+                for (size_t k = 0; k < x.size(); ++k) {
+                    err2 += double(x[k] - y[k]) * (x[k] - y[k]);
+                    ref2 += double(x[k]) * x[k];
+                }
+                CHECK(std::sqrt(err2 / ref2) < rmse_bound(b.type));
+            }
+            // The types the rule gives for this file.
+            const bool q4 = target == ggml_type::q4_0;
+            CHECK(q->find_tensor("blk.0.fc1.weight")->type ==
+                  (q4 ? ggml_type::q4_0 : ggml_type::q5_0));
+            CHECK(q->find_tensor("blk.1.fc2.weight")->type == ggml_type::f32);
+            CHECK(q->find_tensor("output_norm.weight")->type == ggml_type::f32);
+            CHECK(q->find_tensor("blk.0.gpu_idx")->type == ggml_type::i32);
+            CHECK(q->find_tensor("token_embd.weight")->type == target);
+            CHECK(logs.has(pi::log_level::warn, "'blk.1.fc2.weight': rows of 18 elements"));
+        }
+    }
+}
+
+TEST_CASE("keep_predictor leaves fc1 and fc2 unchanged; thread count does not change the bytes") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_keep");
+    const log_capture logs;
+    const std::string in = write_source(dir, true);
+    pi::quantize_options o = options(ggml_type::q4_1, 1);
+    o.keep_predictor = true;
+    const std::string one = (fs::path(dir) / "one.gguf").string();
+    pi::quantize_model(in, one, o);
+    const auto q = pi::gguf::file::open(one);
+    CHECK(q->find_tensor("blk.0.fc1.weight")->type == ggml_type::f32);
+    CHECK(q->find_tensor("blk.0.fc2.weight")->type == ggml_type::f32);
+    CHECK(q->find_tensor("blk.0.ffn_up.weight")->type == ggml_type::q4_1);
+
+    o.n_threads = 3;
+    const std::string three = (fs::path(dir) / "three.gguf").string();
+    pi::quantize_model(in, three, o);
+    CHECK(file_bytes(one) == file_bytes(three));
+}
+
+TEST_CASE("a file of alignment 64 keeps it") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_alignment");
+    const log_capture logs;
+    pi::gguf::writer w(false, 64);
+    w.set_u32("general.alignment", 64);
+    std::mt19937 rng(5);
+    const source_tensor s{"token_embd.weight", ggml_type::f32, {64, 3}};
+    w.add_tensor(s.name, s.type, s.dims, gaussian_data(s, rng));
+    const std::string in = (fs::path(dir) / "in.gguf").string();
+    w.write(in);
+    const std::string out = (fs::path(dir) / "out.gguf").string();
+    pi::quantize_model(in, out, options(ggml_type::q8_0));
+    const auto q = pi::gguf::file::open(out);
+    CHECK(q->alignment() == 64);
+    CHECK(q->find_tensor("token_embd.weight")->type == ggml_type::q8_0);
+}
+
+TEST_CASE("the input is never the output: same path, symbolic link or hard link") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_same_file");
+    const log_capture logs;
+    const std::string in = write_source(dir, true);
+    const std::vector<char> before = file_bytes(in);
+    const fs::path sym = fs::path(dir) / "sym.gguf";
+    const fs::path hard = fs::path(dir) / "hard.gguf";
+    fs::create_symlink(in, sym);
+    fs::create_hard_link(in, hard);
+    const fs::path dotted = fs::path(dir) / "." / fs::path(in).filename();
+    for (const std::string& out : {in, sym.string(), hard.string(), dotted.string()}) {
+        CAPTURE(out);
+        try {
+            pi::quantize_model(in, out, options(ggml_type::q4_0));
+            FAIL("overwrote the input");
+        } catch (const pi::error& e) {
+            CHECK(e.code() == pi::status::invalid_argument);
+            CHECK(std::string(e.what()).find("same file") != std::string::npos);
+        }
+    }
+    CHECK(file_bytes(in) == before);
+    CHECK(fs::is_symlink(sym));
+}
+
+TEST_CASE("cancelling from the progress callback leaves no output; progress rises to 1") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_cancel");
+    const log_capture logs;
+    const std::string in = write_source(dir, true);
+    const std::string out = (fs::path(dir) / "out.gguf").string();
+
+    struct record {
+        std::vector<float> seen;
+        size_t cancel_at;
+    };
+    pi::quantize_options o = options(ggml_type::q4_0);
+    o.progress = [](float p, void* user) {
+        auto* r = static_cast<record*>(user);
+        r->seen.push_back(p);
+        return r->seen.size() < r->cancel_at;
+    };
+    record r{{}, 3};
+    o.progress_user_data = &r;
+    CHECK(status_of([&] { pi::quantize_model(in, out, o); }) == pi::status::cancelled);
+    CHECK(r.seen.size() == 3);
+    CHECK_FALSE(fs::exists(out));
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) ==
+          1); // no temp file
+
+    record all{{}, 1000000};
+    o.progress_user_data = &all;
+    pi::quantize_model(in, out, o);
+    CHECK(fs::exists(out));
+    REQUIRE_FALSE(all.seen.empty());
+    for (size_t i = 1; i < all.seen.size(); ++i)
+        CHECK(all.seen[i] >= all.seen[i - 1]);
+    CHECK(all.seen.back() == 1.0f);
+}
+
+TEST_CASE("bad inputs fail with a status naming the cause") {
+    const std::string dir = pi::test::scratch_dir("quantize_model_errors");
+    const log_capture logs;
+    const std::string missing = (fs::path(dir) / "missing.gguf").string();
+    const std::string out = (fs::path(dir) / "out.gguf").string();
+    CHECK(status_of([&] { pi::quantize_model(missing, out, options(ggml_type::q4_0)); }) ==
+          pi::status::io);
+    CHECK(status_of([&] { pi::quantize_model("", out, options(ggml_type::q4_0)); }) ==
+          pi::status::invalid_argument);
+    const std::string in = write_source(dir, false);
+    CHECK(status_of([&] { pi::quantize_model(in, "", options(ggml_type::q4_0)); }) ==
+          pi::status::invalid_argument);
+    CHECK(status_of([&] { pi::quantize_model(in, out, options(ggml_type::q6_k)); }) ==
+          pi::status::invalid_argument);
+    CHECK(status_of([&] { pi::quantize_model(in, out, options(ggml_type::q4_0, 5000)); }) ==
+          pi::status::invalid_argument);
+    const std::string no_dir = (fs::path(dir) / "no-such-dir" / "out.gguf").string();
+    CHECK(status_of([&] { pi::quantize_model(in, no_dir, options(ggml_type::q4_0)); }) ==
+          pi::status::io);
+
+    // A quantized input: requantizing is unsupported, and nothing is written.
+    const std::string q = (fs::path(dir) / "q.gguf").string();
+    pi::quantize_model(in, q, options(ggml_type::q8_0));
+    CHECK(status_of([&] { pi::quantize_model(q, out, options(ggml_type::q4_0)); }) ==
+          pi::status::unsupported);
+    CHECK_FALSE(fs::exists(out));
+    CHECK(fs::exists(q));
+}
