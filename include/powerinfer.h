@@ -109,6 +109,16 @@ typedef struct pi_model_params {
     int32_t override_sparse_threshold;   /* 1: use sparse_threshold below */
     float sparse_threshold;              /* neuron active iff predictor score >= threshold */
     double vram_budget;                  /* bytes for a GPU backend; < 0: free VRAM minus margin */
+    int32_t reset_gpu_index;             /* 1: ignore <model>.generated.gpuidx and re-plan */
+    int32_t disable_gpu_index;           /* 1: keep every FFN neuron on the CPU */
+    /* Where hot FFN neurons go: NULL or "auto" (a CUDA or HIP device when one is usable, else
+     * none), "cuda", "hip", "none", or "cpu" (a second CPU backend instance limited to
+     * vram_budget bytes: the hybrid path without a GPU, for testing). */
+    const char *offload_device;
+    /* Activation statistics for the planner: our GGUF statistics file or PowerInfer's
+     * activation/ folder. NULL: <model dir>/activation when present, else a short calibration
+     * run of the predictors. */
+    const char *activation_stats;
 } pi_model_params;
 
 PI_API pi_model_params pi_model_default_params(void);
@@ -139,7 +149,17 @@ typedef struct pi_model_info {
     float sparse_threshold;
     int32_t predictor_rank[PI_MAX_LAYERS]; /* fc1 rows per layer (0 for dense files) */
     char weight_type[16];       /* type of the FFN weights, e.g. "F16" */
+    char offload_device[64];    /* device holding hot neurons, "" when everything runs on the CPU */
+    uint64_t offload_bytes;     /* bytes of hot FFN rows on that device */
+    int32_t hot_neurons[PI_MAX_LAYERS]; /* per layer, FFN neurons on the device */
 } pi_model_info;
+
+/* What a budget would place where, without uploading anything: the planner's report (bytes per
+ * category, hot neurons per layer) as NUL-terminated text. params->vram_budget must be >= 0.
+ * On a short buffer returns PI_ERR_INVALID_ARGUMENT with *len set to the needed size (without
+ * the NUL). */
+PI_API pi_status pi_model_estimate_memory(const char *path, const pi_model_params *params, char *report,
+                                          size_t capacity, size_t *len);
 
 /* Fills *info; set info->struct_size = sizeof(pi_model_info) first. */
 PI_API pi_status pi_model_info_get(const pi_model *model, pi_model_info *info);
@@ -331,6 +351,24 @@ typedef struct pi_synth_params {
 PI_API pi_synth_params pi_synth_default_params(void);
 /* Writes a synthetic PowerInfer-format model with realistic activation sparsity. */
 PI_API pi_status pi_synth_model_write(const pi_synth_params *params, const char *out_path);
+
+/* ---------------------------------------------------------------- quantization */
+
+typedef struct pi_quantize_params {
+    size_t struct_size;
+    const char *type;          /* target: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "F32" */
+    int32_t n_threads;         /* <= 0: hardware threads */
+    int32_t keep_predictor;    /* 1: leave fc1/fc2 at their input precision */
+    pi_progress_callback progress; /* may be NULL; returning 0 cancels (no output is left) */
+    void *progress_user_data;
+} pi_quantize_params;
+
+PI_API pi_quantize_params pi_quantize_default_params(void);
+/* Converts a F32/F16 model (sparse or dense) to params->type, preserving the magic, metadata and
+ * tensor order; 1-D tensors stay F32. Writes to a temporary file and renames it; refuses to
+ * overwrite the input. */
+PI_API pi_status pi_model_quantize(const char *in_path, const char *out_path,
+                                   const pi_quantize_params *params);
 
 #ifdef __cplusplus
 }

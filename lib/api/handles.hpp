@@ -2,14 +2,18 @@
 // What the opaque handles of powerinfer.h hold.
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "engine/context.hpp"
+#include "engine/offload.hpp"
 #include "model/model.hpp"
 #include "sampling/sampler.hpp"
 #include "support/error.hpp"
 
 struct pi_model {
     std::unique_ptr<pi::model> impl;
+    std::unique_ptr<pi::offload> ffn_offload; // hot neurons on a device, when one is used
+    std::string offload_device;
 };
 
 struct pi_context {
@@ -34,5 +38,12 @@ template <typename T> T read_params(const T* given, T defaults, const char* name
     defaults.struct_size = sizeof(T);
     return defaults;
 }
+
+} // namespace pi::api
+
+namespace pi::api {
+
+// Chooses the offload device named by the params and moves the planned hot neurons onto it.
+void attach_offload(pi_model& model, const pi_model_params& params, const char* path);
 
 } // namespace pi::api

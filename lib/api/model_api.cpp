@@ -67,6 +67,7 @@ pi_status pi_model_load(const char* path, const pi_model_params* params, pi_mode
         }
         auto handle = std::make_unique<pi_model>();
         handle->impl = model::load(path, o);
+        api::attach_offload(*handle, p, path);
         if (p.progress && !p.progress(1.0f, p.progress_user_data))
             fail(status::cancelled, "model loading cancelled by the progress callback");
         *out_model = handle.release();
@@ -105,6 +106,12 @@ pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
             out.predictor_rank[il] = m.layers()[il].predictor_rank;
         const char* type_name = traits_of(m.ffn_type()).name;
         copy_text(out.weight_type, type_name ? type_name : "?");
+        if (model->ffn_offload) {
+            copy_text(out.offload_device, model->offload_device);
+            out.offload_bytes = model->ffn_offload->bytes_allocated();
+            for (size_t il = 0; il < model->ffn_offload->n_layers() && il < PI_MAX_LAYERS; ++il)
+                out.hot_neurons[il] = static_cast<int32_t>(model->ffn_offload->layer(il).hot.size());
+        }
         *info = out;
         return PI_OK;
     });

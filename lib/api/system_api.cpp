@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/api_support.hpp"
+#include "backend/module_loader.hpp"
 #include "support/log.hpp"
 
 namespace {
@@ -39,10 +40,8 @@ const char* pi_system_info(void) {
     static std::string info;
     std::lock_guard lock(m);
     info = std::string("libpowerinfer ") + pi_version() + "\n" +
-           "CPU backend: built in, scalar reference kernels, threads via oneTBB; CPU features:" + cpu_features() +
-           "\n" +
-           "CUDA backend: not part of this build (the libpowerinfer-cuda module does not exist yet)\n" +
-           "HIP backend: not part of this build (the libpowerinfer-hip module does not exist yet)\n";
+           "CPU backend: built in, threads via oneTBB; CPU features:" + cpu_features() + "\n";
+    for (const pi::module_status& s : pi::probe_backend_modules()) info += pi::describe(s) + "\n";
     return info.c_str();
 }
 

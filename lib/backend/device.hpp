@@ -13,10 +13,11 @@ namespace pi {
 class device;
 
 class buffer {
-public:
+  public:
     buffer() = default;
     buffer(device* dev, pib_buffer* buf) : dev_(dev), buf_(buf) {}
-    buffer(buffer&& o) noexcept : dev_(std::exchange(o.dev_, nullptr)), buf_(std::exchange(o.buf_, nullptr)) {}
+    buffer(buffer&& o) noexcept
+        : dev_(std::exchange(o.dev_, nullptr)), buf_(std::exchange(o.buf_, nullptr)) {}
     buffer& operator=(buffer&& o) noexcept;
     buffer(const buffer&) = delete;
     buffer& operator=(const buffer&) = delete;
@@ -26,14 +27,18 @@ public:
     explicit operator bool() const noexcept { return buf_ != nullptr; }
     void reset() noexcept;
 
-private:
+  private:
     device* dev_ = nullptr;
     pib_buffer* buf_ = nullptr;
 };
 
 class device {
-public:
+  public:
     static device cpu(int n_threads, size_t memory_capacity = 0);
+    // Device `device_index` of a backend module ("cuda", "hip"; lib/backend/module_loader.hpp).
+    // Throws pi::error (status::unsupported, with the reason) when the module is absent or
+    // cannot drive that device.
+    static device from_module(const std::string& name, int device_index);
     device() = default;
     device(device&& o) noexcept : be_(std::exchange(o.be_, pib_backend{nullptr, nullptr})) {}
     device& operator=(device&& o) noexcept;
@@ -51,18 +56,21 @@ public:
     void set_n_threads(int n);
 
     // Calls a kernel of the vtable and throws pi::error naming `what` on failure.
-    template <typename Fn, typename... Args> void run(const char* what, Fn pib_vtable::*fn, Args&&... args) {
+    template <typename Fn, typename... Args>
+    void run(const char* what, Fn pib_vtable::*fn, Args&&... args) {
         check(what, (be_.vt->*fn)(be_.ctx, std::forward<Args>(args)...));
     }
     static void check(const char* what, int status);
 
-private:
+  private:
     pib_backend be_{nullptr, nullptr};
 };
 
 // A 2-D view of `rows` rows of `cols` elements at byte `offset` of `buf`.
-inline pib_tensor view(const buffer& buf, size_t offset, ggml_type type, int64_t cols, int64_t rows) {
-    return pib_tensor{static_cast<uint32_t>(type), cols, rows, row_bytes(type, cols), buf.get(), offset};
+inline pib_tensor view(const buffer& buf, size_t offset, ggml_type type, int64_t cols,
+                       int64_t rows) {
+    return pib_tensor{static_cast<uint32_t>(type), cols,      rows,
+                      row_bytes(type, cols),       buf.get(), offset};
 }
 
 // The first `rows` rows of t (same row stride).

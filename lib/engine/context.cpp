@@ -24,8 +24,8 @@ struct context::arena_layout {
 
 // Activations of the device half of a hybrid FFN, in the offload device's memory.
 struct context::device_arena {
-    buffer mem;
     pib_tensor xn, idx, count, up, gate, partial;
+    buffer mem;
 };
 
 namespace {
@@ -60,6 +60,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 uint64_t bytes_of(const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * static_cast<uint64_t>(t.ne1); }
 
 } // namespace
+
+// The device arena's layout: the one definition that both the allocation and the planner's
+// scratch estimate use.
+size_t context::layout_device_arena(device_arena& t, const hparams& h, int64_t n_batch, int64_t max_hot) {
+    layout_builder db;
+    t.xn = db.add(ggml_type::f32, h.n_embd, n_batch);
+    t.idx = db.add(ggml_type::i32, max_hot, n_batch);
+    t.count = db.add(ggml_type::i32, n_batch, 1);
+    t.up = db.add(ggml_type::f32, max_hot, n_batch);
+    t.gate = db.add(ggml_type::f32, max_hot, n_batch);
+    t.partial = db.add(ggml_type::f32, h.n_embd, n_batch);
+    return db.size();
+}
 
 context::context(const model& m, const context_options& options) : model_(m), options_(options) {
     const hparams& h = m.hp();
@@ -142,15 +155,8 @@ context::context(const model& m, const context_options& options) : model_(m), op
         if (off->n_layers() != static_cast<size_t>(h.n_layer))
             fail(status::invalid_argument, "the offload plan does not belong to this model");
         const int64_t k = std::max<int32_t>(off->max_hot(), 1);
-        layout_builder db;
         dv_ = std::make_unique<device_arena>();
-        dv_->xn = db.add(ggml_type::f32, d, B);
-        dv_->idx = db.add(ggml_type::i32, k, B);
-        dv_->count = db.add(ggml_type::i32, B, 1);
-        dv_->up = db.add(ggml_type::f32, k, B);
-        dv_->gate = db.add(ggml_type::f32, k, B);
-        dv_->partial = db.add(ggml_type::f32, d, B);
-        dv_->mem = off->dev().alloc(db.size());
+        dv_->mem = off->dev().alloc(layout_device_arena(*dv_, h, B, k));
         for (pib_tensor* t : {&dv_->xn, &dv_->idx, &dv_->count, &dv_->up, &dv_->gate, &dv_->partial})
             place(*t, dv_->mem);
         idx_host_.resize(static_cast<size_t>(B * ff));
@@ -162,8 +168,26 @@ context::context(const model& m, const context_options& options) : model_(m), op
     if (audit) {
         audits_.resize(static_cast<size_t>(h.n_layer));
         audit_act_host_.resize(static_cast<size_t>(B * ff));
-        audit_idx_host_.resize(static_cast<size_t>(B * ff));
         audit_mark_.resize(static_cast<size_t>(ff));
+    }
+    if (audit || options_.count_activations) audit_idx_host_.resize(static_cast<size_t>(B * ff));
+    if (options_.count_activations && m.sparse_inference())
+        activation_counts_.assign(static_cast<size_t>(h.n_layer), std::vector<float>(static_cast<size_t>(ff), 0.0f));
+}
+
+uint64_t context::device_scratch_bytes(const hparams& h, int32_t n_batch, int32_t max_hot) {
+    device_arena t;
+    return layout_device_arena(t, h, n_batch, std::max<int32_t>(max_hot, 1));
+}
+
+void context::count_layer(size_t il, int32_t n) {
+    const arena_layout& a = *at_;
+    std::vector<float>& counts = activation_counts_[il];
+    for (int32_t t = 0; t < n; ++t) {
+        const auto tt = static_cast<size_t>(t);
+        const auto c = static_cast<size_t>(counts_host_[tt]);
+        dev_->download(arena_, a.idx.offset + tt * a.idx.nb1, audit_idx_host_.data(), sizeof(int32_t) * c);
+        for (size_t j = 0; j < c; ++j) counts[static_cast<size_t>(audit_idx_host_[j])] += 1.0f;
     }
 }
 
@@ -506,6 +530,7 @@ void context::ffn_block(size_t il, int32_t n) {
         uint64_t active = 0;
         for (int32_t i = 0; i < n; ++i) active += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
         if (!audits_.empty()) audit_layer(il, n);
+        if (!activation_counts_.empty()) count_layer(il, n);
         if (dv_) {
             hybrid_ffn(il, n);
         } else {

@@ -24,6 +24,7 @@ struct context_options {
     bool kv_f16 = true;
     bool audit_predictor = false;
     const offload* ffn_offload = nullptr; // hot neurons on a device; must outlive the context
+    bool count_activations = false;       // per-neuron counts of predicted activity (calibration)
 };
 
 struct predictor_audit {
@@ -66,6 +67,10 @@ public:
     void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
     const run_stats& stats() const noexcept { return stats_; }
     const std::vector<predictor_audit>& audits() const noexcept { return audits_; }
+    // Per layer, per neuron: tokens for which the predictor selected the neuron.
+    const std::vector<std::vector<float>>& activation_counts() const noexcept { return activation_counts_; }
+    // Device bytes a context with this batch size allocates for the hybrid FFN's activations.
+    static uint64_t device_scratch_bytes(const hparams& h, int32_t n_batch, int32_t max_hot);
     void reset_stats() noexcept;
 
 private:
@@ -103,9 +108,12 @@ private:
     std::vector<float> audit_act_host_;   // [n_batch][n_ff] true activations
     std::vector<int32_t> audit_idx_host_; // [n_batch][n_ff] predicted lists
     std::vector<uint8_t> audit_mark_;     // [n_ff] scratch
+    std::vector<std::vector<float>> activation_counts_;
+    void count_layer(size_t il, int32_t n);
 
     // Hybrid FFN: the device computes the hot neurons while the CPU computes the cold ones.
     struct device_arena;
+    static size_t layout_device_arena(device_arena& t, const hparams& h, int64_t n_batch, int64_t max_hot);
     std::unique_ptr<device_arena> dv_;
     std::vector<int32_t> idx_host_;       // [n_batch][n_ff] active lists, split in place to cold
     std::vector<int32_t> hot_idx_host_;   // [n_batch][max_hot] device rows of active hot neurons

@@ -9,10 +9,6 @@ namespace pi {
 
 namespace {
 
-constexpr size_t row_alignment = 256;
-
-size_t align_up(size_t n) { return (n + row_alignment - 1) / row_alignment * row_alignment; }
-
 // The bytes of one row of a host weight tensor (the model's weights are host-visible).
 const uint8_t* host_row(const device& host, const pib_tensor& t, int64_t row) {
     const auto* base = static_cast<const uint8_t*>(host.vt().buffer_host_ptr(host.ctx(), t.buffer));
@@ -45,18 +41,18 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const std::vector<
         max_hot_ = std::max(max_hot_, static_cast<int32_t>(k));
         if (k == 0) continue;
 
+        // The packed rows, as the planner counts them; the host splits each token's active list
+        // into device rows, so the device needs no bucket of neuron ids.
         const layer_weights& w = m.layers()[il];
-        const size_t up_bytes = align_up(w.up.nb1 * static_cast<size_t>(k));
-        const size_t gate_bytes = align_up(w.gate.nb1 * static_cast<size_t>(k));
-        const size_t down_bytes = align_up(w.down_t.nb1 * static_cast<size_t>(k));
-        const size_t bucket_bytes = align_up(sizeof(int32_t) * static_cast<size_t>(k));
-        l.weights = dev_->alloc(up_bytes + gate_bytes + down_bytes + bucket_bytes);
-        bytes_ += up_bytes + gate_bytes + down_bytes + bucket_bytes;
+        const size_t up_bytes = w.up.nb1 * static_cast<size_t>(k);
+        const size_t gate_bytes = w.gate.nb1 * static_cast<size_t>(k);
+        const size_t down_bytes = w.down_t.nb1 * static_cast<size_t>(k);
+        l.weights = dev_->alloc(up_bytes + gate_bytes + down_bytes);
+        bytes_ += up_bytes + gate_bytes + down_bytes;
         const auto ty = [](const pib_tensor& t) { return static_cast<ggml_type>(t.type); };
         l.up = view(l.weights, 0, ty(w.up), w.up.ne0, k);
         l.gate = view(l.weights, up_bytes, ty(w.gate), w.gate.ne0, k);
         l.down_t = view(l.weights, up_bytes + gate_bytes, ty(w.down_t), w.down_t.ne0, k);
-        l.bucket = view(l.weights, up_bytes + gate_bytes + down_bytes, ggml_type::i32, k, 1);
 
         const device& host = m.host_device();
         std::vector<uint8_t> staging;
@@ -67,7 +63,6 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const std::vector<
                             src->nb1);
             dev_->upload(l.weights, dst->offset, staging.data(), staging.size());
         }
-        dev_->upload(l.weights, l.bucket.offset, l.hot.data(), sizeof(int32_t) * l.hot.size());
     }
 }
 

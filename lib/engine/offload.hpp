@@ -16,7 +16,6 @@ struct offload_layer {
     std::vector<int32_t> device_row;     // per neuron: its device row, or -1 when cold
     buffer weights;                      // the gathered rows of up, gate and down_t
     pib_tensor up{}, gate{}, down_t{};   // [n_embd][hot.size()] views into `weights`
-    pib_tensor bucket{};                 // I32 [hot.size()] neuron ids, device-resident
 };
 
 class offload {

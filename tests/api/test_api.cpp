@@ -288,3 +288,76 @@ TEST_CASE("two contexts on one model generate the same text in two threads") {
     CHECK(a == b);
     pi_context_free(c2);
 }
+
+TEST_CASE("offloading to a second CPU instance keeps the greedy text and reports its placement") {
+    if (!have_vocab()) return;
+    std::string expected;
+    {
+        loaded cpu_only;
+        expected = generate_text(cpu_only.ctx, "The capital of France", 8);
+    }
+    pi_model_params mp = pi_model_default_params();
+    mp.offload_device = "cpu";
+    mp.vram_budget = 8.0 * 1024 * 1024;
+    mp.reset_gpu_index = 1;
+    pi_model* m = nullptr;
+    REQUIRE(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_OK);
+    pi_model_info info;
+    info.struct_size = sizeof(info);
+    REQUIRE(pi_model_info_get(m, &info) == PI_OK);
+    CHECK(std::string(info.offload_device).find("cpu") == 0);
+    CHECK(info.offload_bytes > 0);
+    CHECK(info.offload_bytes <= 8u * 1024 * 1024);
+    CHECK(info.hot_neurons[0] > 0);
+    pi_context_params cp = pi_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;
+    pi_context* c = nullptr;
+    REQUIRE(pi_context_create(m, &cp, &c) == PI_OK);
+    CHECK(generate_text(c, "The capital of France", 8) == expected);
+    pi_context_free(c);
+    pi_model_free(m);
+
+    std::FILE* index = std::fopen((tiny_model() + ".generated.gpuidx").c_str(), "rb");
+    CHECK(index != nullptr);
+    if (index) std::fclose(index);
+}
+
+TEST_CASE("bad offload parameters are rejected and the estimate reports a placement") {
+    if (!have_vocab()) return;
+    pi_model_params mp = pi_model_default_params();
+    mp.offload_device = "tpu";
+    mp.vram_budget = 1e6;
+    pi_model* m = nullptr;
+    CHECK(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pi_last_error()).find("tpu") != std::string::npos);
+    mp.offload_device = "cpu";
+    mp.vram_budget = -1;
+    CHECK(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_ERR_INVALID_ARGUMENT);
+
+    mp = pi_model_default_params();
+    mp.vram_budget = 4.0 * 1024 * 1024;
+    size_t len = 0;
+    CHECK(pi_model_estimate_memory(tiny_model().c_str(), &mp, nullptr, 0, &len) == PI_ERR_INVALID_ARGUMENT);
+    REQUIRE(len > 0);
+    std::vector<char> report(len + 1);
+    REQUIRE(pi_model_estimate_memory(tiny_model().c_str(), &mp, report.data(), report.size(), &len) == PI_OK);
+    CHECK(std::string(report.data()).find("MiB") != std::string::npos);
+}
+
+TEST_CASE("without a GPU module, auto offloading falls back to the CPU") {
+    if (!have_vocab()) return;
+    pi_model_params mp = pi_model_default_params();
+    mp.vram_budget = 1e9;
+    pi_model* m = nullptr;
+    REQUIRE(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_OK);
+    pi_model_info info;
+    info.struct_size = sizeof(info);
+    REQUIRE(pi_model_info_get(m, &info) == PI_OK);
+    const std::string sys = pi_system_info();
+    CHECK(sys.find("CUDA backend") != std::string::npos);
+    CHECK(sys.find("HIP backend") != std::string::npos);
+    if (sys.find("unavailable") != std::string::npos && sys.find("device:") == std::string::npos)
+        CHECK(std::string(info.offload_device).empty());
+    pi_model_free(m);
+}

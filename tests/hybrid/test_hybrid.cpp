@@ -7,6 +7,7 @@
 
 #include "engine/context.hpp"
 #include "engine/offload.hpp"
+#include "engine/placement.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
@@ -113,4 +114,60 @@ TEST_CASE("bad hot sets are rejected") {
     CHECK_THROWS_AS(offload(*m, std::make_unique<device>(device::cpu(1)), hot), error);
     hot.pop_back();
     CHECK_THROWS_AS(offload(*m, std::make_unique<device>(device::cpu(1)), hot), error);
+}
+
+TEST_CASE("the planner's budget holds for everything the device allocates, at several budgets") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    const hparams& h = m->hp();
+    const uint64_t neuron = m->layers()[0].up.nb1 + m->layers()[0].gate.nb1 + m->layers()[0].down_t.nb1;
+    const uint64_t ffn_all = neuron * static_cast<uint64_t>(h.n_ff) * static_cast<uint64_t>(h.n_layer);
+    const uint64_t scratch = context::device_scratch_bytes(h, max_offload_batch, h.n_ff);
+    const auto expected = greedy(*m, nullptr, 6);
+    for (double fraction : {0.3, 0.7, 1.0}) {
+        CAPTURE(fraction);
+        const uint64_t budget = scratch + static_cast<uint64_t>(fraction * static_cast<double>(ffn_all)) + 4096;
+        auto dev = std::make_unique<device>(device::cpu(1, size_t(1) << 30));
+        device* raw = dev.get();
+        offload_request r;
+        r.model_path = test::scratch_dir("hybrid_budget") + "/model.gguf"; // GPU index goes here
+        r.budget = static_cast<int64_t>(budget);
+        r.reset_gpu_index = true;
+        offload_result placed = place_ffn(*m, std::move(dev), r);
+        REQUIRE(placed.ffn);
+        CHECK(placed.plan.bytes_total <= budget);
+        uint64_t hot = 0;
+        for (const auto& l : placed.plan.hot) hot += l.size();
+        CHECK(hot > 0);
+        if (fraction == 1.0) CHECK(hot == static_cast<uint64_t>(h.n_ff * h.n_layer));
+        context_options co;
+        co.n_ctx = 64;
+        co.n_threads = 1;
+        co.ffn_offload = placed.ffn.get();
+        {
+            context ctx(*m, co);
+            pib_device_info info{};
+            REQUIRE(raw->vt().device_info(raw->ctx(), &info) == PIB_OK);
+            CHECK(info.memory_total - info.memory_free <= budget);
+        }
+        CHECK(greedy(*m, placed.ffn.get(), 6) == expected);
+    }
+}
+
+TEST_CASE("a cached GPU index is reused for the same model and budget and ignored after a reset") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    offload_request r;
+    r.model_path = test::scratch_dir("hybrid_cache") + "/model.gguf";
+    r.budget = int64_t(16) << 20;
+    r.reset_gpu_index = true;
+    const auto first = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    CHECK(first.source.find("calibration") != std::string::npos);
+    r.reset_gpu_index = false;
+    const auto second = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    CHECK(second.source.find("GPU index") != std::string::npos);
+    CHECK(second.plan.hot == first.plan.hot);
+    r.budget = int64_t(12) << 20; // another budget: the cache is stale
+    const auto third = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    CHECK(third.source.find("GPU index") == std::string::npos);
 }

@@ -1,0 +1,42 @@
+#pragma once
+// From a VRAM budget to hot neurons on a device: statistics (a file, PowerInfer's activation
+// folder or a calibration run), the planner, the GPU index cache, and the upload.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/offload.hpp"
+#include "planner/planner.hpp"
+
+namespace pi {
+
+// The device scratch of the hybrid FFN is planned for contexts with at most this many tokens per
+// batch; contexts of an offloading model use no larger batches.
+constexpr int32_t max_offload_batch = 512;
+
+struct offload_request {
+    std::string model_path;
+    int64_t budget = -1;           // bytes; < 0: the device's free memory minus a safety margin
+    bool reset_gpu_index = false;  // ignore a cached GPU index and re-plan
+    bool disable_gpu_index = false;// no FFN offloading at all
+    std::string stats_path;        // activation statistics (ours or a PowerInfer folder); optional
+    int32_t n_batch = max_offload_batch;
+};
+
+struct offload_result {
+    std::unique_ptr<offload> ffn;  // null when nothing goes to the device
+    planner::plan plan;
+    std::string source;            // where the hot sets came from
+};
+
+// Plans and uploads. The device is consumed; throws pi::error on bad input or allocation failure.
+offload_result place_ffn(const model& m, std::unique_ptr<device> dev, const offload_request& request);
+
+// The planner's input for this engine: only the FFN's hot neurons and the hybrid scratch go to
+// the device (the dense blocks run on the CPU), so only those bytes are counted.
+planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch);
+
+// Per-neuron activation counts from running the model's predictors over a built-in text.
+std::vector<std::vector<float>> calibrate_activations(const model& m, int32_t n_threads);
+
+} // namespace pi
