@@ -11,7 +11,9 @@ typedef struct options {
     const char *model;
     const char *prompt;
     const char *prompt_file;
-    int n_predict, n_threads, n_ctx, n_batch, verbose, dense;
+    int n_predict, n_threads, n_ctx, n_batch, verbose, dense, reset_gpu_index, disable_gpu_index;
+    const char *offload_device;
+    const char *activation_stats;
     long long seed;
     float temp, top_p;
     int top_k;
@@ -33,7 +35,11 @@ static void usage(FILE *out) {
             "      --temp F           temperature (default 0.8; 0 = greedy)\n"
             "      --top-k N          top-k (default 40; 0 = off)\n"
             "      --top-p F          top-p (default 0.95; 1 = off)\n"
-            "      --vram-budget GiB  VRAM budget for a GPU backend\n"
+            "      --vram-budget GiB  memory for hot FFN neurons on the offload device\n"
+            "      --offload-device D auto (default: CUDA/HIP when usable), cuda, hip, cpu, none\n"
+            "      --reset-gpu-index  re-plan instead of using MODEL.generated.gpuidx\n"
+            "      --disable-gpu-index keep every FFN neuron on the CPU\n"
+            "      --activation-stats P activation statistics for the planner\n"
             "      --dense            compute every FFN neuron (ignore the predictor)\n"
             "      --verbose          log library messages at info level\n"
             "  -h, --help             this text\n");
@@ -71,6 +77,8 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
         else if (!strcmp(a, "--verbose")) { o->verbose = 1; takes_value = 0; }
         else if (!strcmp(a, "--dense")) { o->dense = 1; takes_value = 0; }
+        else if (!strcmp(a, "--reset-gpu-index")) { o->reset_gpu_index = 1; takes_value = 0; }
+        else if (!strcmp(a, "--disable-gpu-index")) { o->disable_gpu_index = 1; takes_value = 0; }
         else if (!v) return fail_arg(a, "needs a value (or is unknown; see --help)");
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
@@ -84,6 +92,8 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--top-k")) rc = parse_int(a, v, &o->top_k);
         else if (!strcmp(a, "--top-p")) { rc = parse_float(a, v, &d); o->top_p = (float)d; }
         else if (!strcmp(a, "--vram-budget")) { rc = parse_float(a, v, &o->vram_budget_gib); o->vram_budget_given = 1; }
+        else if (!strcmp(a, "--offload-device")) o->offload_device = v;
+        else if (!strcmp(a, "--activation-stats")) o->activation_stats = v;
         else return fail_arg(a, "unknown option (see --help)");
         if (rc) return rc;
         i += takes_value;
@@ -151,18 +161,27 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *prompt = prompt_buf ? prompt_buf : (o.prompt ? o.prompt : "");
-    if (o.vram_budget_given)
-        fprintf(stderr, "powerinfer: --vram-budget %.2f GiB accepted, but no GPU backend is active: running on the CPU\n",
-                o.vram_budget_gib);
-
     pi_model_params mp = pi_model_default_params();
     mp.dense = o.dense;
     if (o.vram_budget_given) mp.vram_budget = o.vram_budget_gib * 1073741824.0;
+    mp.reset_gpu_index = o.reset_gpu_index;
+    mp.disable_gpu_index = o.disable_gpu_index;
+    mp.offload_device = o.offload_device;
+    mp.activation_stats = o.activation_stats;
     pi_model *model = NULL;
     const double t0 = now_seconds();
     pi_status st = pi_model_load(o.model, &mp, &model);
     if (st != PI_OK) { free(prompt_buf); return die("loading the model", st); }
     const double load_s = now_seconds() - t0;
+    pi_model_info info;
+    info.struct_size = sizeof(info);
+    if (pi_model_info_get(model, &info) == PI_OK && (o.vram_budget_given || o.offload_device)) {
+        if (info.offload_device[0])
+            fprintf(stderr, "powerinfer: %.1f MiB of hot FFN neurons on %s\n", info.offload_bytes / 1048576.0,
+                    info.offload_device);
+        else
+            fprintf(stderr, "powerinfer: no GPU backend is active: running on the CPU (see pi_system_info)\n");
+    }
 
     pi_context_params cp = pi_context_default_params();
     cp.n_ctx = o.n_ctx;
