@@ -1,0 +1,211 @@
+#include "context.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <pybind11/stl.h>
+
+#include "errors.hpp"
+#include "waiting.hpp"
+
+namespace py = pybind11;
+
+namespace pi::python {
+
+namespace {
+
+struct eval_call {
+    std::mutex m;
+    std::condition_variable cv;
+    bool finished = false;
+    pi_status status = PI_OK;
+    std::string error;
+};
+
+pi_status decode_all(context_state& s, const std::vector<int32_t>& tokens) {
+    const auto step = static_cast<size_t>(std::max(s.n_batch, 1));
+    for (size_t at = 0; at < tokens.size(); at += step) {
+        if (s.cancel_requested.load()) return PI_STATUS_CANCELLED;
+        const pi_batch batch{static_cast<int32_t>(std::min(step, tokens.size() - at)),
+                             tokens.data() + at, nullptr, nullptr};
+        const pi_status status = pi_decode(s.ctx, &batch);
+        if (status != PI_OK) return status;
+    }
+    const float* logits = pi_get_logits(s.ctx, -1);
+    if (!logits) return PI_ERR_INTERNAL; // cannot happen: the last token's logits are requested
+    std::copy_n(logits, s.logits->size(), s.logits->begin());
+    return PI_OK;
+}
+
+} // namespace
+
+context::context(const model& m, int32_t n_ctx, int32_t n_batch, std::optional<int32_t> n_threads,
+                 uint32_t seed, bool kv_f16) {
+    model_ptr h = m.handle();
+    pi_context_params p = pi_context_default_params();
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    if (n_threads) p.n_threads = *n_threads;
+    p.seed = seed;
+    p.kv_f16 = kv_f16 ? 1 : 0;
+    pi_context* created = nullptr;
+    pi_status status = PI_OK;
+    std::string error;
+    {
+        py::gil_scoped_release nogil;
+        status = pi_context_create(h.get(), &p, &created);
+        if (status != PI_OK) error = last_error_message(status);
+    }
+    if (status != PI_OK) throw status_error(status, error);
+    state_ = std::make_shared<context_state>(std::move(h), created, n_batch, seed);
+}
+
+std::shared_ptr<context_state> context::state() const {
+    if (!state_) throw py::value_error("the context is closed");
+    return state_;
+}
+
+void context::close() {
+    if (state_ && state_->busy.load()) state_->cancel();
+    state_.reset();
+}
+
+void context::cancel() {
+    if (state_) state_->cancel();
+}
+
+void context::eval(const std::vector<int32_t>& tokens) {
+    const std::shared_ptr<context_state> s = state();
+    if (tokens.empty())
+        throw status_error(PI_ERR_INVALID_ARGUMENT, "eval() needs at least one token");
+    busy_guard busy(*s);
+    s->has_logits = false;
+    const int32_t n_past = pi_context_n_past(s->ctx), n_ctx = pi_context_n_ctx(s->ctx);
+    if (tokens.size() > static_cast<size_t>(n_ctx - n_past))
+        throw status_error(PI_ERR_CONTEXT_FULL,
+                           std::to_string(tokens.size()) + " tokens after the " +
+                               std::to_string(n_past) +
+                               " cached ones do not fit in n_ctx = " + std::to_string(n_ctx));
+    auto call = std::make_shared<eval_call>();
+    std::thread worker([call, s, &tokens] {
+        const pi_status status = decode_all(*s, tokens);
+        std::string error = status < 0 ? last_error_message(status) : std::string();
+        {
+            std::lock_guard lock(call->m);
+            call->status = status;
+            call->error = std::move(error);
+            call->finished = true;
+        }
+        call->cv.notify_all();
+    });
+    const auto finished = [&] { return call->finished; };
+    try {
+        wait_interruptibly(
+            call->m, call->cv, finished, finished, [&] { pi_context_cancel(s->ctx); },
+            s->cancel_requested);
+    } catch (...) {
+        py::gil_scoped_release nogil;
+        worker.join();
+        throw;
+    }
+    {
+        py::gil_scoped_release nogil;
+        worker.join();
+    }
+    if (call->status == PI_STATUS_CANCELLED)
+        throw status_error(PI_STATUS_CANCELLED,
+                           "eval() was cancelled; n_past tells what is cached");
+    if (call->status < 0) throw status_error(call->status, call->error);
+    s->has_logits = true;
+}
+
+py::array_t<float> context::logits() const {
+    const std::shared_ptr<context_state> s = state();
+    if (!s->has_logits)
+        throw status_error(PI_ERR_INVALID_ARGUMENT,
+                           "no logits: call eval() first (generate() and stream() reset them)");
+    auto* keep = new std::shared_ptr<std::vector<float>>(s->logits);
+    py::capsule owner(keep,
+                      [](void* p) { delete static_cast<std::shared_ptr<std::vector<float>>*>(p); });
+    py::array_t<float> view(static_cast<py::ssize_t>(s->logits->size()), s->logits->data(), owner);
+    view.attr("flags").attr("writeable") = false;
+    return view;
+}
+
+std::unique_ptr<generation> context::start(std::string prompt, const generate_args& args,
+                                           size_t capacity) {
+    return std::make_unique<generation>(state(), std::move(prompt), args, capacity);
+}
+
+int32_t context::n_ctx() const {
+    return pi_context_n_ctx(state()->ctx);
+}
+
+int32_t context::n_past() const {
+    const std::shared_ptr<context_state> s = state();
+    busy_guard busy(*s);
+    return pi_context_n_past(s->ctx);
+}
+
+void context::truncate(int32_t pos) {
+    const std::shared_ptr<context_state> s = state();
+    busy_guard busy(*s);
+    check(pi_kv_truncate(s->ctx, pos));
+    s->has_logits = false;
+}
+
+py::dict context::stats() const {
+    const std::shared_ptr<context_state> s = state();
+    busy_guard busy(*s);
+    pi_context_stats st{};
+    st.struct_size = sizeof(st);
+    check(pi_context_stats_get(s->ctx, &st));
+    py::dict d;
+    d["n_prompt_tokens"] = st.n_prompt_tokens;
+    d["n_decode_tokens"] = st.n_decode_tokens;
+    d["prompt_seconds"] = st.prompt_seconds;
+    d["decode_seconds"] = st.decode_seconds;
+    d["ffn_active_fraction"] = st.ffn_active_fraction;
+    d["decode_bytes"] = st.decode_bytes;
+    return d;
+}
+
+void context::reset_stats() {
+    const std::shared_ptr<context_state> s = state();
+    busy_guard busy(*s);
+    pi_context_stats_reset(s->ctx);
+}
+
+void bind_context(py::module_& m) {
+    py::class_<context>(m, "_Context")
+        .def(py::init<const model&, int32_t, int32_t, std::optional<int32_t>, uint32_t, bool>(),
+             py::arg("model"), py::arg("n_ctx"), py::arg("n_batch"), py::arg("n_threads"),
+             py::arg("seed"), py::arg("kv_f16"))
+        .def("close", &context::close)
+        .def_property_readonly("closed", &context::closed)
+        .def("cancel", &context::cancel)
+        .def("eval", &context::eval, py::arg("tokens"))
+        .def("logits", &context::logits)
+        .def(
+            "start",
+            [](context& self, std::string prompt, int32_t max_tokens, float temperature,
+               int32_t top_k, float top_p, std::vector<std::string> stop,
+               std::optional<uint32_t> seed, bool add_bos, size_t capacity) {
+                return self.start(std::move(prompt),
+                                  generate_args{max_tokens, temperature, top_k, top_p,
+                                                std::move(stop), seed, add_bos},
+                                  capacity);
+            },
+            py::arg("prompt"), py::arg("max_tokens"), py::arg("temperature"), py::arg("top_k"),
+            py::arg("top_p"), py::arg("stop"), py::arg("seed"), py::arg("add_bos"),
+            py::arg("capacity"))
+        .def_property_readonly("n_ctx", &context::n_ctx)
+        .def_property_readonly("n_past", &context::n_past)
+        .def("truncate", &context::truncate, py::arg("pos"))
+        .def("stats", &context::stats)
+        .def("reset_stats", &context::reset_stats);
+}
+
+} // namespace pi::python

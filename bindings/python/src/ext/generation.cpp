@@ -1,0 +1,193 @@
+#include "generation.hpp"
+
+#include <limits>
+
+#include "errors.hpp"
+#include "text.hpp"
+#include "waiting.hpp"
+
+namespace py = pybind11;
+
+namespace pi::python {
+
+namespace {
+
+int queue_piece(const char* text, size_t len, void* user_data) {
+    auto& g = *static_cast<generation_state*>(user_data);
+    std::unique_lock lock(g.m);
+    g.cv.wait(lock, [&] { return g.stop_requested || g.pieces.size() < g.capacity; });
+    if (g.stop_requested) return 0;
+    g.pieces.emplace_back(text, len);
+    g.cv.notify_all();
+    return 1;
+}
+
+void run(const std::shared_ptr<generation_state>& g) {
+    std::vector<const char*> stop;
+    for (const std::string& s : g->stop)
+        stop.push_back(s.c_str());
+    g->params.stop = stop.empty() ? nullptr : stop.data();
+    g->params.n_stop = stop.size();
+    pi_generate_result r{};
+    r.struct_size = sizeof(r);
+    const pi_status status = pi_generate(g->context->ctx, g->prompt.c_str(), &g->params, &r);
+    std::string error = status < 0 ? last_error_message(status) : std::string();
+    g->context->busy.store(false);
+    {
+        std::lock_guard lock(g->m);
+        g->status = status;
+        g->error = std::move(error);
+        g->result = r;
+        g->finished = true;
+    }
+    g->cv.notify_all();
+}
+
+const char* stop_reason_name(int32_t reason) {
+    switch (reason) {
+    case PI_STOP_EOS:
+        return "eos";
+    case PI_STOP_MAX_TOKENS:
+        return "max_tokens";
+    case PI_STOP_STRING:
+        return "stop_string";
+    // The binding's callback only refuses a piece when the run is cancelled.
+    case PI_STOP_CALLBACK:
+    case PI_STOP_CANCELLED:
+        return "cancelled";
+    case PI_STOP_CONTEXT_FULL:
+        return "context_full";
+    default:
+        return "none";
+    }
+}
+
+} // namespace
+
+void generation_state::request_stop() {
+    {
+        std::lock_guard lock(m);
+        stop_requested = true;
+    }
+    cv.notify_all();
+}
+
+generation::generation(std::shared_ptr<context_state> context, std::string prompt,
+                       const generate_args& args, size_t capacity)
+    : state_(std::make_shared<generation_state>()) {
+    require_no_nul(prompt, "the prompt");
+    for (const std::string& s : args.stop)
+        require_no_nul(s, "a stop string");
+    generation_state& g = *state_;
+    g.context = std::move(context);
+    g.prompt = std::move(prompt);
+    g.stop = args.stop;
+    g.capacity = capacity == 0 ? std::numeric_limits<size_t>::max() : capacity;
+    g.params = pi_generate_default_params();
+    g.params.max_tokens = args.max_tokens;
+    g.params.sampling.temperature = args.temperature;
+    g.params.sampling.top_k = args.top_k;
+    g.params.sampling.top_p = args.top_p;
+    g.params.sampling.seed = args.seed.value_or(g.context->seed);
+    g.params.add_bos = args.add_bos ? 1 : 0;
+    g.params.callback = &queue_piece;
+    g.params.user_data = &g;
+
+    busy_guard busy(*g.context);
+    g.context->has_logits = false;
+    {
+        std::lock_guard lock(g.context->active_mutex);
+        g.context->active = state_;
+    }
+    worker_ = std::thread([g = state_] { run(g); });
+    busy.release_to_worker();
+}
+
+generation::~generation() {
+    try {
+        close();
+    } catch (...) {
+        // close() only throws for an interpreter error while re-acquiring the GIL; the worker
+        // has been joined or detached by then.
+    }
+}
+
+void generation::finish() {
+    if (joined_) return;
+    {
+        py::gil_scoped_release nogil;
+        worker_.join();
+    }
+    joined_ = true;
+}
+
+std::optional<std::string> generation::next_bytes() {
+    generation_state& g = *state_;
+    wait_interruptibly(
+        g.m, g.cv, [&] { return !g.pieces.empty() || g.finished; }, [&] { return g.finished; },
+        [&] { cancel(); }, g.context->cancel_requested);
+    std::optional<std::string> piece;
+    {
+        std::lock_guard lock(g.m);
+        if (!g.pieces.empty()) {
+            piece = std::move(g.pieces.front());
+            g.pieces.pop_front();
+        }
+    }
+    if (piece) {
+        g.cv.notify_all();
+        return piece;
+    }
+    finish();
+    if (g.status < 0) throw status_error(g.status, g.error);
+    return std::nullopt;
+}
+
+py::object generation::next_piece() {
+    const std::optional<std::string> piece = next_bytes();
+    return piece ? py::object(decode_utf8(*piece)) : py::object(py::none());
+}
+
+py::str generation::collect() {
+    std::string text;
+    for (auto piece = next_bytes(); piece; piece = next_bytes())
+        text += *piece;
+    return decode_utf8(text);
+}
+
+void generation::cancel() {
+    state_->request_stop();
+    pi_context_cancel(state_->context->ctx);
+}
+
+void generation::close() {
+    if (joined_) return;
+    generation_state& g = *state_;
+    cancel_and_wait(
+        g.m, g.cv, [&] { return g.finished; }, [&] { cancel(); });
+    finish();
+}
+
+py::object generation::result() {
+    generation_state& g = *state_;
+    std::lock_guard lock(g.m);
+    if (!g.finished) return py::none();
+    py::dict d;
+    d["n_prompt_tokens"] = g.result.n_prompt_tokens;
+    d["n_generated_tokens"] = g.result.n_generated_tokens;
+    d["prompt_seconds"] = g.result.prompt_seconds;
+    d["decode_seconds"] = g.result.decode_seconds;
+    d["stop_reason"] = stop_reason_name(g.result.stop_reason);
+    return d;
+}
+
+void bind_generation(py::module_& m) {
+    py::class_<generation>(m, "_Generation")
+        .def("next_piece", &generation::next_piece)
+        .def("collect", &generation::collect)
+        .def("cancel", &generation::cancel)
+        .def("close", &generation::close)
+        .def_property_readonly("result", &generation::result);
+}
+
+} // namespace pi::python

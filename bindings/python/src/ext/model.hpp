@@ -1,0 +1,44 @@
+#pragma once
+// powerinfer._powerinfer._Model: a loaded pi_model. The handle is shared with the contexts made
+// from it, so close() frees the weights once the last of those contexts is closed too.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+#include "state.hpp"
+
+namespace pi::python {
+
+struct load_args {
+    bool use_mmap = true;
+    bool dense = false;
+    int32_t ffn_activation = PI_FFN_ACTIVATION_AUTO;
+    std::optional<float> sparse_threshold;
+    std::optional<double> vram_budget;
+};
+
+class model {
+  public:
+    // path: file-system bytes (os.fsencode); progress: callable(float) or None.
+    model(const std::string& path, const load_args& args, pybind11::object progress);
+
+    // The live handle; ValueError once closed.
+    model_ptr handle() const;
+    void close() noexcept { handle_.reset(); }
+    bool closed() const noexcept { return !handle_; }
+
+    pybind11::dict info() const;
+    std::vector<int32_t> tokenize(const std::string& text, bool add_bos) const;
+    pybind11::str detokenize(const std::vector<int32_t>& ids) const;
+    pybind11::bytes token_to_piece(int32_t id) const;
+
+  private:
+    model_ptr handle_;
+};
+
+void bind_model(pybind11::module_& m);
+
+} // namespace pi::python
