@@ -1,8 +1,10 @@
-// The CPU backend's vtable: device facts, threads, host buffers with a memory capacity, and the
-// door from the C function pointers to the reference kernels (no exception crosses it).
+// The CPU backend's vtable: device facts, threads, host buffers with a memory capacity, the
+// choice of kernel level, and the door from the C function pointers to the kernels (no exception
+// crosses it).
 #include "cpu_backend.h"
 
 #include "cpu_context.hpp"
+#include "cpu_features.hpp"
 #include "cpu_kernels.hpp"
 
 #include <oneapi/tbb/info.h>
@@ -90,7 +92,7 @@ int set_threads(context& c, int32_t n_threads) {
 int device_info(context& c, pib_device_info* out) {
     if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
     const std::size_t used = c.used.load();
-    out->name = "cpu";
+    out->name = c.name;
     out->kind = "cpu";
     out->memory_total = c.capacity;
     out->memory_free = c.capacity - used;
@@ -214,15 +216,22 @@ const pib_vtable vtable = {
 
 } // namespace pi::cpu
 
-extern "C" int pib_cpu_backend_create(int32_t n_threads, size_t memory_capacity, pib_backend* out) {
+extern "C" int pib_cpu_backend_create_with(int32_t n_threads, size_t memory_capacity,
+                                           int32_t kernels, pib_backend* out) {
     using namespace pi::cpu;
     if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
     out->vt = nullptr;
     out->ctx = nullptr;
+    if (kernels < PIB_CPU_KERNELS_AUTO || kernels > PIB_CPU_KERNELS_AVX512)
+        return PIB_ERR_INVALID_ARGUMENT;
+    const int32_t level = kernels == PIB_CPU_KERNELS_AUTO ? auto_kernels() : kernels;
+    if (!kernels_supported(level)) return PIB_ERR_UNSUPPORTED;
     try {
         auto c = std::make_unique<context>();
         c->capacity = memory_capacity != 0 ? memory_capacity : physical_ram();
         c->capacity_is_ram = memory_capacity == 0;
+        c->simd = kernels_table(level);
+        c->name = device_name(level);
         set_threads(*c, n_threads);
         out->vt = &vtable;
         out->ctx = c.release();
@@ -232,4 +241,8 @@ extern "C" int pib_cpu_backend_create(int32_t n_threads, size_t memory_capacity,
     } catch (...) {
         return PIB_ERR_DEVICE;
     }
+}
+
+extern "C" int pib_cpu_backend_create(int32_t n_threads, size_t memory_capacity, pib_backend* out) {
+    return pib_cpu_backend_create_with(n_threads, memory_capacity, PIB_CPU_KERNELS_AUTO, out);
 }

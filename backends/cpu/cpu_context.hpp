@@ -1,6 +1,7 @@
 #pragma once
 // The state behind the CPU backend's void* ctx and the definition of its buffers.
 #include "backend/backend.h"
+#include "cpu_simd.hpp"
 
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/task_arena.h>
@@ -30,9 +31,18 @@ struct context {
     std::atomic<std::size_t> used{0};
     int32_t n_threads = 1;
     std::optional<tbb::task_arena> arena;
+    // The fast kernels, or null for the scalar reference kernels; `name` tells which.
+    const simd_kernels* simd = nullptr;
+    const char* name = "cpu (scalar)";
     // Per-thread attention scratch (scores of one head, then the weighted V sum); grows only
     // when n_kv or head_dim grows, so steady-state calls do not allocate.
     tbb::enumerable_thread_specific<std::vector<double>> attention_scratch;
+    // The batched sparse kernels' per-token lists regrouped per neuron (fast_matmul.cpp). They
+    // only grow, so steady-state calls do not allocate; a backend instance runs one kernel at a
+    // time, so one set serves every call.
+    std::vector<int32_t> neuron_offsets, neuron_cursor, neuron_tokens;
+    std::vector<float> neuron_coefs;
+    std::vector<float> axpy_scratch; // one axpy_batch_scratch per column chunk
 
     // Runs f inside this backend's arena so that parallel loops use exactly n_threads threads.
     template <class F> void run(F&& f) { arena->execute(std::forward<F>(f)); }

@@ -1,6 +1,8 @@
 #pragma once
-// Parallel loops of the CPU kernels, always run inside the backend's arena. Each index (or
-// block) is handled by exactly one task, so results never depend on the thread count.
+// Parallel loops of the CPU kernels, run inside the backend's arena. Each index (or block) is
+// handled by exactly one task, so results never depend on the thread count. A loop that would be
+// a single task runs on the calling thread: decode issues hundreds of small kernels per token,
+// and entering the arena would cost more than they do.
 #include "cpu_context.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
@@ -8,6 +10,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_reduce.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace pi::cpu {
@@ -15,6 +18,7 @@ namespace pi::cpu {
 // f(begin, end) over [0, n) in chunks of at least `grain` indices.
 template <class F> void parallel_1d(context& c, int64_t n, int64_t grain, F&& f) {
     if (n <= 0) return;
+    if (n <= grain) return f(int64_t{0}, n);
     c.run([&] {
         tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
                           [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
@@ -25,6 +29,7 @@ template <class F> void parallel_1d(context& c, int64_t n, int64_t grain, F&& f)
 template <class F>
 void parallel_2d(context& c, int64_t rows, int64_t cols, int64_t col_grain, F&& f) {
     if (rows <= 0 || cols <= 0) return;
+    if (rows == 1 && cols <= col_grain) return f(int64_t{0}, int64_t{0}, cols);
     c.run([&] {
         tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, 1, 0, cols, col_grain),
                           [&](const tbb::blocked_range2d<int64_t>& r) {
@@ -36,6 +41,7 @@ void parallel_2d(context& c, int64_t rows, int64_t cols, int64_t col_grain, F&& 
 
 // The largest f(i) over [0, n), or `none` when n <= 0.
 template <class F> int64_t parallel_max(context& c, int64_t n, int64_t none, F&& f) {
+    if (n == 1) return std::max(none, f(int64_t{0}));
     int64_t result = none;
     c.run([&] {
         result = tbb::parallel_reduce(
@@ -50,6 +56,41 @@ template <class F> int64_t parallel_max(context& c, int64_t n, int64_t none, F&&
             [](int64_t a, int64_t b) { return a > b ? a : b; });
     });
     return result;
+}
+
+// f(begin, end) for the chunks [0, chunk), [chunk, 2 chunk), ... of [0, n), one task each. The
+// chunks also bound the working set of a task, so they are visited in order, chunk by chunk,
+// even on one thread.
+template <class F> void parallel_chunks(context& c, int64_t n, int64_t chunk, F&& f) {
+    if (n <= 0) return;
+    const int64_t n_chunks = (n + chunk - 1) / chunk;
+    auto one = [&](int64_t i) { f(i * chunk, std::min(n, (i + 1) * chunk)); };
+    if (n_chunks == 1 || c.n_threads == 1) {
+        for (int64_t i = 0; i < n_chunks; ++i)
+            one(i);
+        return;
+    }
+    c.run([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<int64_t>(0, n_chunks, 1),
+            [&](const tbb::blocked_range<int64_t>& r) {
+                for (int64_t i = r.begin(); i < r.end(); ++i)
+                    one(i);
+            },
+            tbb::simple_partitioner());
+    });
+}
+
+// A chunk size splitting n items into about `per_thread` chunks per thread: at least min_chunk
+// (enough work to amortise a task), at most max_chunk (a working set that fits a cache), and a
+// multiple of `align`.
+inline int64_t chunk_size(const context& c, int64_t n, int64_t min_chunk, int64_t max_chunk,
+                          int64_t align, int64_t per_thread = 4) {
+    const int64_t parts = per_thread * c.n_threads;
+    int64_t chunk = std::clamp((n + parts - 1) / parts, std::max<int64_t>(min_chunk, 1),
+                               std::max<int64_t>(max_chunk, std::max<int64_t>(min_chunk, 1)));
+    chunk = (chunk + align - 1) / align * align;
+    return chunk;
 }
 
 } // namespace pi::cpu

@@ -2,6 +2,7 @@
 #include "cpu_kernels.hpp"
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
+#include "fast_kernels.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -73,6 +74,12 @@ int attention(context& c, const pib_tensor* q, const pib_tensor* k_cache, const 
         vkp.ne1 != 1 || vkp.ne0 < p->n_kv)
         return PIB_ERR_INVALID_ARGUMENT;
 
+    if (c.simd != nullptr) {
+        const bool float_caches = (vk.is(ggml_type::f32) || vk.is(ggml_type::f16)) &&
+                                  (vv.is(ggml_type::f32) || vv.is(ggml_type::f16));
+        if (!float_caches) return PIB_ERR_UNSUPPORTED;
+        return fast_attention(c, vq, vk, vv, vqp, vkp, *p, vo);
+    }
     const int32_t group = p->n_head / p->n_head_kv;
     const std::size_t scratch_len = static_cast<std::size_t>(p->n_kv) + p->head_dim;
     const int32_t* qp = vqp.row<const int32_t>(0);

@@ -2,6 +2,7 @@
 #include "cpu_kernels.hpp"
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
+#include "fast_kernels.hpp"
 
 #include <array>
 #include <cstdint>
@@ -47,7 +48,8 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
     view vw, vx, vy;
     if (const int s = make_views({{w, &vw}, {x, &vx}, {y, &vy}}); s != PIB_OK) return s;
     if (!product_shaped(vw, vx, vy)) return PIB_ERR_INVALID_ARGUMENT;
-    return with_float_type(vw.type, [&]<class W>(const W*) {
+    return with_float_type(vw.type, [&]<class W>(const W*) -> int {
+        if (c.simd != nullptr) return fast_mul_mat(c, vw, vx, vy);
         // Rows of w in parallel; each task reuses its rows for every token.
         parallel_1d(c, vw.ne1, grain_for(vw.ne0 * vx.ne1), [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r) {
@@ -72,6 +74,7 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
     return with_float_type(vw.type, [&]<class W>(const W*) {
         const int64_t longest = max_count(c, vi, vc, vw.ne1);
         if (longest == invalid_list) return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
+        if (c.simd != nullptr) return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
             for (int64_t r = c0; r < c1; ++r)
@@ -104,6 +107,7 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
     return with_float_type(vw.type, [&]<class W>(const W*) {
         if (max_count(c, vi, vc, vw.ne1) == invalid_list)
             return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
+        if (c.simd != nullptr) return fast_axpy_sparse(c, vw, va, vi, vc, vy);
         const int32_t* n = vc.row<const int32_t>(0);
         // Each task owns a block of output columns of one token and walks that token's list in
         // order, so every y element is summed by one thread in a fixed order.
@@ -136,6 +140,7 @@ int select_active(context& c, const pib_tensor* p, float threshold, const pib_te
     if (!vp.is(ggml_type::f32) || !lists_shaped(vi, vc, vp.ne1) ||
         vp.ne0 > std::numeric_limits<int32_t>::max())
         return PIB_ERR_INVALID_ARGUMENT;
+    if (c.simd != nullptr) return fast_select_active(c, vp, threshold, vi, vc);
     auto active = [&](int64_t t) {
         const float* pt = vp.row<const float>(t);
         int64_t k = 0;

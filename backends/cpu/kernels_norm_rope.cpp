@@ -2,6 +2,7 @@
 #include "cpu_kernels.hpp"
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
+#include "fast_kernels.hpp"
 
 #include <cmath>
 
@@ -14,6 +15,7 @@ int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, co
         !vx.same_shape(vy) || vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) ||
         !std::isfinite(eps))
         return PIB_ERR_INVALID_ARGUMENT;
+    if (c.simd != nullptr) return fast_rms_norm(c, vx, vw, eps, vy);
     const float* weight = vw.row<const float>(0);
     parallel_1d(c, vx.ne1, grain_for(vx.ne0), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {

@@ -40,10 +40,23 @@ inline std::vector<float> through_half(std::vector<float> v) {
     return v;
 }
 
+// The fast kernel levels (pib_cpu_kernels) this machine runs, best last.
+inline std::vector<int32_t> fast_levels() {
+    std::vector<int32_t> out;
+    for (int32_t level : {PIB_CPU_KERNELS_AVX2, PIB_CPU_KERNELS_AVX512}) {
+        pib_backend b{};
+        if (pib_cpu_backend_create_with(1, 0, level, &b) != PIB_OK) continue;
+        b.vt->destroy(b.ctx);
+        out.push_back(level);
+    }
+    return out;
+}
+
 class cpu_device {
   public:
-    explicit cpu_device(int32_t threads = 2, size_t capacity = 0) {
-        REQUIRE(pib_cpu_backend_create(threads, capacity, &b_) == PIB_OK);
+    explicit cpu_device(int32_t threads = 2, size_t capacity = 0,
+                        int32_t kernels = PIB_CPU_KERNELS_AUTO) {
+        REQUIRE(pib_cpu_backend_create_with(threads, capacity, kernels, &b_) == PIB_OK);
     }
     ~cpu_device() {
         for (pib_buffer* buf : buffers_)

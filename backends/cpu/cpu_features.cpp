@@ -1,0 +1,85 @@
+#include "cpu_features.hpp"
+
+#include "cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace pi::cpu {
+
+namespace {
+
+#if defined(POWERINFER_CPU_X86)
+// F16C ships with every AVX2 CPU, but is checked anyway since the kernels rely on it.
+bool has_avx2() noexcept {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+}
+
+bool has_avx512() noexcept {
+    __builtin_cpu_init();
+    return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+int32_t best_kernels() noexcept {
+    if (kernels_supported(PIB_CPU_KERNELS_AVX512)) return PIB_CPU_KERNELS_AVX512;
+    if (kernels_supported(PIB_CPU_KERNELS_AVX2)) return PIB_CPU_KERNELS_AVX2;
+    return PIB_CPU_KERNELS_SCALAR;
+}
+
+} // namespace
+
+bool kernels_supported(int32_t level) noexcept {
+    switch (level) {
+    case PIB_CPU_KERNELS_SCALAR:
+        return true;
+#if defined(POWERINFER_CPU_X86)
+    case PIB_CPU_KERNELS_AVX2:
+        return has_avx2();
+    case PIB_CPU_KERNELS_AVX512:
+        return has_avx512();
+#endif
+    default:
+        return false;
+    }
+}
+
+int32_t auto_kernels() noexcept {
+    const int32_t best = best_kernels();
+    const char* env = std::getenv("POWERINFER_CPU_KERNELS");
+    if (env == nullptr) return best;
+    int32_t wanted = best;
+    if (std::strcmp(env, "scalar") == 0) wanted = PIB_CPU_KERNELS_SCALAR;
+    if (std::strcmp(env, "avx2") == 0) wanted = PIB_CPU_KERNELS_AVX2;
+    if (std::strcmp(env, "avx512") == 0) wanted = PIB_CPU_KERNELS_AVX512;
+    return wanted < best ? wanted : best;
+}
+
+const simd_kernels* kernels_table(int32_t level) noexcept {
+    switch (level) {
+#if defined(POWERINFER_CPU_X86)
+    case PIB_CPU_KERNELS_AVX2:
+        return &avx2_kernels();
+    case PIB_CPU_KERNELS_AVX512:
+        return &avx512_kernels();
+#endif
+    default:
+        return nullptr;
+    }
+}
+
+const char* device_name(int32_t level) noexcept {
+    switch (level) {
+    case PIB_CPU_KERNELS_AVX2:
+        return "cpu (avx2)";
+    case PIB_CPU_KERNELS_AVX512:
+        return "cpu (avx512)";
+    default:
+        return "cpu (scalar)";
+    }
+}
+
+} // namespace pi::cpu

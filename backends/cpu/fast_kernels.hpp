@@ -1,0 +1,27 @@
+#pragma once
+// The fast kernels: threads, chunking and scratch around the instruction-set loops of
+// cpu_simd.hpp. The reference entry points (cpu_kernels.hpp) validate the arguments and then
+// call these when the context has a simd table, so they receive checked views only.
+#include "cpu_context.hpp"
+#include "cpu_tensor.hpp"
+
+namespace pi::cpu {
+
+// fast_matmul.cpp; weights are F32 or F16, lists hold counts within capacity and valid indices.
+int fast_mul_mat(context& c, const view& w, const view& x, const view& y);
+int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& idx,
+                        const view& count, const view& y);
+int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx, const view& count,
+                     const view& y);
+int fast_select_active(context& c, const view& p, float threshold, const view& idx,
+                       const view& count);
+
+// fast_layer.cpp
+int fast_attention(context& c, const view& q, const view& k, const view& v, const view& q_pos,
+                   const view& kv_pos, const pib_attention_params& p, const view& out);
+int fast_rms_norm(context& c, const view& x, const view& w, float eps, const view& y);
+int fast_add(context& c, const view& a, const view& b, const view& out);
+int fast_relu(context& c, const view& x, const view& out);
+int fast_glu(context& c, const view& gate, const view& up, int32_t kind, const view& out);
+
+} // namespace pi::cpu

@@ -1,0 +1,181 @@
+// Dense and sparse matrix products of the fast kernels. Decode (one token) streams the weights
+// once, rows split across threads; prompt batches reuse each weight row for a register tile of
+// tokens; the sparse batch kernels regroup the per-token active lists per neuron so that every
+// active row is read once for all the tokens that need it.
+#include "cpu_parallel.hpp"
+#include "fast_kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pi::cpu {
+
+namespace {
+
+// Bytes of weights one decode task streams at least, so that scheduling stays a small cost.
+constexpr int64_t decode_task_bytes = 64 << 10;
+// Bytes of weight rows a prompt-batch task keeps in the L2 cache while all tokens pass.
+constexpr int64_t batch_task_bytes = 256 << 10;
+
+weights weights_of(const view& w) {
+    return weights{w.base, w.nb1, w.ne0, w.is(ggml_type::f16)};
+}
+
+f32_rows in_rows(const view& v) {
+    return f32_rows{v.row<const float>(0), v.nb1};
+}
+
+f32_rows_out out_rows(const view& v) {
+    return f32_rows_out{v.row<float>(0), v.nb1};
+}
+
+int64_t row_bytes_of(const view& w) {
+    return w.ne0 * static_cast<int64_t>(w.is(ggml_type::f16) ? sizeof(uint16_t) : sizeof(float));
+}
+
+// How many rows of `w` make `bytes`, at least one.
+int64_t rows_for(const view& w, int64_t bytes) {
+    return std::max<int64_t>(1, bytes / std::max<int64_t>(1, row_bytes_of(w)));
+}
+
+// Zeroes every row of y (F32), tokens split across threads.
+void zero_rows(context& c, const view& y) {
+    const int64_t chunk =
+        chunk_size(c, y.ne1, std::max<int64_t>(1, (1 << 16) / (y.ne0 + 1)), y.ne1, 1);
+    parallel_chunks(c, y.ne1, chunk, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            std::memset(y.row<float>(t), 0, static_cast<std::size_t>(y.ne0) * sizeof(float));
+    });
+}
+
+template <class T> T* grown(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
+struct neuron_lists {
+    const int32_t* offsets; // n_rows + 1 entries
+    const int32_t* tokens;
+    const float* coefs; // null unless built with activations
+};
+
+// The per-token lists regrouped per neuron by a counting sort, tokens ascending within each
+// neuron. With `a`, only entries whose activation a[t][i] is nonzero are kept, with it as their
+// coefficient. O(entries) on the calling thread: cheap next to the products that follow.
+neuron_lists by_neuron(context& c, const view& idx, const view& count, int64_t n_rows,
+                       const view* a) {
+    const int32_t* n = count.row<const int32_t>(0);
+    const int64_t n_tok = count.ne0;
+    auto kept = [&](int64_t t, int32_t i) {
+        return a == nullptr || a->row<const float>(t)[i] != 0.0f;
+    };
+    int32_t* offsets = grown(c.neuron_offsets, static_cast<std::size_t>(n_rows) + 1);
+    std::fill(offsets, offsets + n_rows + 1, 0);
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const int32_t* list = idx.row<const int32_t>(t);
+        for (int32_t k = 0; k < n[t]; ++k)
+            if (kept(t, list[k])) ++offsets[list[k] + 1];
+    }
+    for (int64_t i = 0; i < n_rows; ++i)
+        offsets[i + 1] += offsets[i];
+    const auto entries = static_cast<std::size_t>(offsets[n_rows]);
+    int32_t* cursor = grown(c.neuron_cursor, static_cast<std::size_t>(n_rows));
+    std::copy(offsets, offsets + n_rows, cursor);
+    int32_t* tokens = grown(c.neuron_tokens, entries);
+    float* coefs = a != nullptr ? grown(c.neuron_coefs, entries) : nullptr;
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const int32_t* list = idx.row<const int32_t>(t);
+        for (int32_t k = 0; k < n[t]; ++k) {
+            const int32_t i = list[k];
+            if (!kept(t, i)) continue;
+            const int32_t e = cursor[i]++;
+            tokens[e] = static_cast<int32_t>(t);
+            if (coefs != nullptr) coefs[e] = a->row<const float>(t)[i];
+        }
+    }
+    return {offsets, tokens, coefs};
+}
+
+} // namespace
+
+int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
+    const simd_kernels& k = *c.simd;
+    const weights wr = weights_of(w);
+    const int64_t rows = w.ne1;
+    const int64_t chunk = x.ne1 == 1 ? chunk_size(c, rows, rows_for(w, decode_task_bytes), rows, 8)
+                                     : chunk_size(c, rows, 8, rows_for(w, batch_task_bytes), 8);
+    parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
+        k.mul_mat(wr, r0, r1, in_rows(x), x.ne1, out_rows(y));
+    });
+    return PIB_OK;
+}
+
+int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& idx,
+                        const view& count, const view& y) {
+    const simd_kernels& k = *c.simd;
+    const weights wr = weights_of(w);
+    zero_rows(c, y);
+    if (x.ne1 == 1) {
+        const int64_t n = count.row<const int32_t>(0)[0];
+        const int32_t* list = idx.row<const int32_t>(0);
+        // Few, long chunks: each chunk starts its scattered rows cold.
+        const int64_t chunk = chunk_size(c, n, rows_for(w, decode_task_bytes), n, 8, 2);
+        parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
+            k.mul_rows(wr, list + k0, k1 - k0, x.row<const float>(0), y.row<float>(0));
+        });
+        return PIB_OK;
+    }
+    const neuron_lists lists = by_neuron(c, idx, count, w.ne1, nullptr);
+    const int64_t chunk = chunk_size(c, w.ne1, 16, w.ne1, 16, 8);
+    parallel_chunks(c, w.ne1, chunk, [&](int64_t i0, int64_t i1) {
+        k.mul_rows_batch(wr, i0, i1, lists.offsets, lists.tokens, in_rows(x), out_rows(y));
+    });
+    return PIB_OK;
+}
+
+int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx, const view& count,
+                     const view& y) {
+    const simd_kernels& k = *c.simd;
+    const weights wr = weights_of(wt);
+    // Column blocks of whole cache lines, so that no two tasks write one line of y. In decode a
+    // task reads its block of every listed row: two blocks per thread keep those pieces long
+    // (measured: about 1.5x the bandwidth of four).
+    const int64_t cols = y.ne0;
+    if (a.ne1 == 1) {
+        const int64_t n = count.row<const int32_t>(0)[0];
+        const int32_t* list = idx.row<const int32_t>(0);
+        const int64_t chunk = chunk_size(c, cols, 64, cols, 16, 2);
+        parallel_chunks(c, cols, chunk, [&](int64_t c0, int64_t c1) {
+            k.axpy_rows(wr, list, n, a.row<const float>(0), y.row<float>(0), c0, c1);
+        });
+        return PIB_OK;
+    }
+    const neuron_lists lists = by_neuron(c, idx, count, wt.ne1, &a);
+    const int64_t chunk = chunk_size(c, cols, 64, cols, 16);
+    const int64_t per_chunk = axpy_batch_scratch(a.ne1);
+    float* scratch =
+        grown(c.axpy_scratch, static_cast<std::size_t>((cols + chunk - 1) / chunk * per_chunk));
+    parallel_chunks(c, cols, chunk, [&](int64_t c0, int64_t c1) {
+        k.axpy_rows_batch(wr, wt.ne1, lists.offsets, lists.tokens, lists.coefs, a.ne1, out_rows(y),
+                          c0, c1, scratch + c0 / chunk * per_chunk);
+    });
+    return PIB_OK;
+}
+
+int fast_select_active(context& c, const view& p, float threshold, const view& idx,
+                       const view& count) {
+    const simd_kernels& k = *c.simd;
+    // Count first so that a list longer than idx's capacity fails before anything is written.
+    const int64_t longest = parallel_max(c, p.ne1, 0, [&](int64_t t) {
+        return k.select(p.row<const float>(t), p.ne0, threshold, nullptr);
+    });
+    if (longest > idx.ne0) return PIB_ERR_INVALID_ARGUMENT;
+    parallel_1d(c, p.ne1, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            count.row<int32_t>(0)[t] = static_cast<int32_t>(
+                k.select(p.row<const float>(t), p.ne0, threshold, idx.row<int32_t>(t)));
+    });
+    return PIB_OK;
+}
+
+} // namespace pi::cpu

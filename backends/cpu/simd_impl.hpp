@@ -1,0 +1,553 @@
+#pragma once
+// The loops behind simd_kernels, written once over a vector type V that each instruction-set
+// file defines in its own anonymous namespace. Everything here is a member of impl<V>, so every
+// instantiation has internal linkage and no code compiled for one instruction set can be shared
+// with another object file. For the same reason this header calls no standard library function.
+//
+// V provides: vec, lanes, the register-tile shape (tile_rows x tile_tokens for prompt batches,
+// decode_rows for one token, gather_tokens for row-sparse batches) and zero, set1, load, load_n
+// (the first n lanes, the others zero), store, store_n, fma(a, b, c) = a * b + c, add, sub, mul,
+// div, max, sum (horizontal, fixed order), first, exp, ge_mask, prefetch (to L1) and
+// prefetch_far (to L2, for data needed after more than an L1 of other reads).
+#include "backend/backend.h"
+#include "cpu_simd.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pi::cpu::simd {
+
+template <class V> struct impl {
+    using vec = typename V::vec;
+    static constexpr int64_t L = V::lanes;
+
+    static int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }
+
+    static void prefetch_far_bytes(const void* p, int64_t bytes) {
+        for (int64_t b = 0; b < bytes; b += 64)
+            V::prefetch_far(static_cast<const std::byte*>(p) + b);
+    }
+
+    // Whether column c starts a new cache line of W elements (one prefetch per line).
+    template <class W> static bool line_start(int64_t c) {
+        constexpr int64_t per_line = 64 / static_cast<int64_t>(sizeof(W));
+        return L >= per_line || c % per_line == 0;
+    }
+
+    template <class W> static const W* row(const weights& w, int64_t r) {
+        return reinterpret_cast<const W*>(w.data + static_cast<std::size_t>(r) * w.stride);
+    }
+    static const float* row(f32_rows m, int64_t t) {
+        return reinterpret_cast<const float*>(reinterpret_cast<const std::byte*>(m.data) +
+                                              static_cast<std::size_t>(t) * m.stride);
+    }
+    static float* row(f32_rows_out m, int64_t t) {
+        return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(m.data) +
+                                        static_cast<std::size_t>(t) * m.stride);
+    }
+
+    // ---- dot products ----
+
+    // out[r * T + t] = w[r] . x[t] over k columns: one accumulator per (row, token), so each
+    // result is the same FMA chain whatever R and T are. With P, the rows `next` are fetched
+    // into the cache at the pace the current rows are read.
+    template <class W, int R, int T, bool P>
+    static void dot_tile(const W* const* w, const float* const* x, int64_t k, float* out,
+                         const W* const* next) {
+        vec acc[R * T];
+#pragma GCC unroll 32
+        for (int i = 0; i < R * T; ++i)
+            acc[i] = V::zero();
+        int64_t c = 0;
+        for (; c + L <= k; c += L) {
+            vec wv[R];
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                if constexpr (P) {
+                    if (line_start<W>(c)) V::prefetch_far(next[r] + c);
+                }
+                wv[r] = V::load(w[r] + c);
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const vec xv = V::load(x[t] + c);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+                    acc[r * T + t] = V::fma(wv[r], xv, acc[r * T + t]);
+            }
+        }
+        if (c < k) {
+            const int64_t n = k - c;
+            vec wv[R];
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                wv[r] = V::load_n(w[r] + c, n);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const vec xv = V::load_n(x[t] + c, n);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+                    acc[r * T + t] = V::fma(wv[r], xv, acc[r * T + t]);
+            }
+        }
+#pragma GCC unroll 32
+        for (int i = 0; i < R * T; ++i)
+            out[i] = V::sum(acc[i]);
+    }
+
+    // dot_tile for nr <= R rows and nt <= T tokens (out[r * nt + t]), without prefetch.
+    template <class W, int R, int T>
+    static void tile(int nr, int nt, const W* const* w, const float* const* x, int64_t k,
+                     float* out) {
+        if constexpr (R > 1) {
+            if (nr < R) return tile<W, R - 1, T>(nr, nt, w, x, k, out);
+        }
+        if constexpr (T > 1) {
+            if (nt < T) return tile<W, R, T - 1>(nr, nt, w, x, k, out);
+        }
+        dot_tile<W, R, T, false>(w, x, k, out, nullptr);
+    }
+
+    // y[rows[k]] = w[rows[k]] . x; rows[k] may be given as a list or as r0 + k.
+    template <class W, class RowOf>
+    static void rows_times_vector(const weights& w, int64_t n, RowOf row_of, const float* x,
+                                  float* y) {
+        constexpr int R = V::decode_rows;
+        const float* xp[1] = {x};
+        // Rows are often whole pages apart, where hardware prefetchers stop: each group of rows
+        // fetches the next group while it runs, and the first group is fetched up front.
+        for (int64_t k = 0; k < lo(R, n); ++k)
+            prefetch_far_bytes(row<W>(w, row_of(k)), w.cols * static_cast<int64_t>(sizeof(W)));
+        for (int64_t k = 0; k < n; k += R) {
+            const int nr = static_cast<int>(lo(R, n - k));
+            const W* wp[R];
+            for (int i = 0; i < nr; ++i)
+                wp[i] = row<W>(w, row_of(k + i));
+            float out[R];
+            if (nr == R && k + 2 * R <= n) {
+                const W* next[R];
+                for (int i = 0; i < R; ++i)
+                    next[i] = row<W>(w, row_of(k + R + i));
+                dot_tile<W, R, 1, true>(wp, xp, w.cols, out, next);
+            } else {
+                tile<W, R, 1>(nr, 1, wp, xp, w.cols, out);
+            }
+            for (int i = 0; i < nr; ++i)
+                y[row_of(k + i)] = out[i];
+        }
+    }
+
+    template <class W>
+    static void mul_mat_t(const weights& w, int64_t r0, int64_t r1, f32_rows x, int64_t n_tok,
+                          f32_rows_out y) {
+        if (n_tok == 1) {
+            rows_times_vector<W>(
+                w, r1 - r0, [r0](int64_t k) { return r0 + k; }, x.data, y.data);
+            return;
+        }
+        // Tokens outside, rows inside: the caller keeps a chunk's rows small enough to stay in
+        // the L2 cache while every token block passes over them.
+        constexpr int R = V::tile_rows, T = V::tile_tokens;
+        for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
+            const int nt = static_cast<int>(lo(T, n_tok - t0));
+            const float* xp[T];
+            for (int t = 0; t < nt; ++t)
+                xp[t] = row(x, t0 + t);
+            for (int64_t r = r0; r < r1; r += R) {
+                const int nr = static_cast<int>(lo(R, r1 - r));
+                const W* wp[R];
+                for (int i = 0; i < nr; ++i)
+                    wp[i] = row<W>(w, r + i);
+                float out[R * T];
+                tile<W, R, T>(nr, nt, wp, xp, w.cols, out);
+                for (int t = 0; t < nt; ++t) {
+                    float* yt = row(y, t0 + t);
+                    for (int i = 0; i < nr; ++i)
+                        yt[r + i] = out[i * nt + t];
+                }
+            }
+        }
+    }
+
+    template <class W>
+    static void mul_rows_batch_t(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                                 const int32_t* tokens, f32_rows x, f32_rows_out y) {
+        constexpr int T = V::gather_tokens;
+        for (int64_t i = i0; i < i1; ++i) {
+            const W* wp[1] = {row<W>(w, i)};
+            for (int64_t e = offsets[i]; e < offsets[i + 1]; e += T) {
+                const int nt = static_cast<int>(lo(T, offsets[i + 1] - e));
+                const float* xp[T];
+                for (int t = 0; t < nt; ++t)
+                    xp[t] = row(x, tokens[e + t]);
+                float out[T];
+                tile<W, 1, T>(1, nt, wp, xp, w.cols, out);
+                for (int t = 0; t < nt; ++t)
+                    row(y, tokens[e + t])[i] = out[t];
+            }
+        }
+    }
+
+    // ---- accumulation of scaled rows ----
+
+    // y[c0 .. c1) = fma(cf[G-1], w[G-1], ... fma(cf[0], w[0], y)) element by element.
+    template <class W, int G, bool P>
+    static void axpy_group(const W* const* w, const float* cf, float* y, int64_t c0, int64_t c1,
+                           const W* const* next) {
+        vec a[G];
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g)
+            a[g] = V::set1(cf[g]);
+        int64_t c = c0;
+        for (; c + L <= c1; c += L) {
+            vec acc = V::load(y + c);
+#pragma GCC unroll 8
+            for (int g = 0; g < G; ++g) {
+                if constexpr (P) {
+                    if (line_start<W>(c)) V::prefetch(next[g] + c);
+                }
+                acc = V::fma(a[g], V::load(w[g] + c), acc);
+            }
+            V::store(y + c, acc);
+        }
+        if (c < c1) {
+            const int64_t n = c1 - c;
+            vec acc = V::load_n(y + c, n);
+#pragma GCC unroll 8
+            for (int g = 0; g < G; ++g)
+                acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
+            V::store_n(y + c, acc, n);
+        }
+    }
+
+    static constexpr int axpy_rows_at_once = 4;
+
+    template <class W, int G = axpy_rows_at_once>
+    static void axpy_any(int g, const W* const* w, const float* cf, float* y, int64_t c0,
+                         int64_t c1) {
+        if constexpr (G > 1) {
+            if (g < G) return axpy_any<W, G - 1>(g, w, cf, y, c0, c1);
+        }
+        axpy_group<W, G, false>(w, cf, y, c0, c1, nullptr);
+    }
+
+    template <class W>
+    static void axpy_rows_t(const weights& wt, const int32_t* rows, int64_t n, const float* a,
+                            float* y, int64_t c0, int64_t c1) {
+        constexpr int G = axpy_rows_at_once;
+        int64_t k = 0;
+        // The next G rows with a nonzero coefficient.
+        auto gather = [&](const W** w, float* cf) {
+            int g = 0;
+            for (; g < G && k < n; ++k) {
+                const float v = a[rows[k]];
+                if (v == 0.0f) continue;
+                w[g] = row<W>(wt, rows[k]);
+                cf[g++] = v;
+            }
+            return g;
+        };
+        const W* cur[G];
+        const W* next[G];
+        float cur_cf[G], next_cf[G];
+        int n_cur = gather(cur, cur_cf);
+        while (n_cur > 0) {
+            const int n_next = gather(next, next_cf);
+            if (n_cur == G && n_next == G)
+                axpy_group<W, G, true>(cur, cur_cf, y, c0, c1, next);
+            else
+                axpy_any<W>(n_cur, cur, cur_cf, y, c0, c1);
+            for (int g = 0; g < n_next; ++g) {
+                cur[g] = next[g];
+                cur_cf[g] = next_cf[g];
+            }
+            n_cur = n_next;
+        }
+    }
+
+    // dst[0 .. n) = src converted to float; returns the floats to read.
+    template <class W> static const float* widen(const W* src, int64_t n, float* dst) {
+        if constexpr (sizeof(W) == sizeof(float)) {
+            return src;
+        } else {
+            int64_t c = 0;
+            for (; c + L <= n; c += L)
+                V::store(dst + c, V::load(src + c));
+            if (c < n) V::store_n(dst + c, V::load_n(src + c, n - c), n - c);
+            return dst;
+        }
+    }
+
+    static constexpr int64_t prefetch_rows = 16;
+
+    static void prefetch_bytes(const void* p, int64_t bytes) {
+        for (int64_t b = 0; b < bytes; b += 64)
+            V::prefetch(static_cast<const std::byte*>(p) + b);
+    }
+
+    static void copy(const float* src, float* dst, int64_t n) {
+        int64_t c = 0;
+        for (; c + L <= n; c += L)
+            V::store(dst + c, V::load(src + c));
+        if (c < n) V::store_n(dst + c, V::load_n(src + c, n - c), n - c);
+    }
+
+    template <class W>
+    static void axpy_rows_batch_t(const weights& wt, int64_t n_rows, const int32_t* offsets,
+                                  const int32_t* tokens, const float* coefs, int64_t n_tok,
+                                  f32_rows_out y, int64_t c0, int64_t c1, float* local) {
+        // A block of columns of every token stays in the local copy while all rows pass; a F16
+        // row block is converted once for all its tokens.
+        constexpr int64_t block = axpy_batch_block, stride = axpy_batch_stride;
+        alignas(64) float buf[block];
+        for (int64_t b0 = c0; b0 < c1; b0 += block) {
+            const int64_t n = lo(block, c1 - b0);
+            for (int64_t t = 0; t < n_tok; ++t)
+                copy(row(y, t) + b0, local + t * stride, n);
+            for (int64_t i = 0; i < n_rows; ++i) {
+                // Row blocks are a few cache lines a whole row apart: too short a run for the
+                // hardware prefetchers, so fetch the block a few rows ahead.
+                if (i + prefetch_rows < n_rows)
+                    prefetch_bytes(row<W>(wt, i + prefetch_rows) + b0, n * sizeof(W));
+                if (offsets[i] == offsets[i + 1]) continue;
+                const float* src[1] = {widen(row<W>(wt, i) + b0, n, buf)};
+                for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e)
+                    axpy_group<float, 1, false>(src, coefs + e, local + tokens[e] * stride, 0, n,
+                                                nullptr);
+            }
+            for (int64_t t = 0; t < n_tok; ++t)
+                copy(local + t * stride, row(y, t) + b0, n);
+        }
+    }
+
+    // ---- attention ----
+
+    static float exp1(float x) {
+        return V::first(V::exp(V::set1(x)));
+    }
+
+    // Online softmax over blocks of cache rows: scores of a block, then the running maximum,
+    // sum and weighted V rows (accumulated in out) are rescaled when the maximum grows.
+    template <class K, class VC> static void attend_t(const attend_args& a) {
+        constexpr int block = 64;
+        constexpr int R = V::decode_rows;
+        constexpr int G = axpy_rows_at_once;
+        const int64_t hd = a.head_dim;
+        float* out = a.out;
+        for (int64_t c = 0; c < hd; c += L)
+            V::store_n(out + c, V::zero(), lo(L, hd - c));
+        float max = -__builtin_inff();
+        float sum = 0.0f;
+        const float* qp[1] = {a.q};
+        float s[block];
+        int32_t vis[block];
+        for (int64_t j0 = 0; j0 < a.n_kv; j0 += block) {
+            const int64_t j1 = lo(j0 + block, a.n_kv);
+            int nv = 0;
+            for (int64_t j = j0; j < j1; ++j)
+                if (a.kv_pos[j] >= 0 && a.kv_pos[j] <= a.q_pos) vis[nv++] = static_cast<int32_t>(j);
+            if (nv == 0) continue;
+            for (int v = 0; v < nv; v += R) {
+                const int nr = static_cast<int>(lo(R, nv - v));
+                const K* kp[R];
+                for (int i = 0; i < nr; ++i)
+                    kp[i] = reinterpret_cast<const K*>(a.k + static_cast<std::size_t>(vis[v + i]) *
+                                                                 a.k_stride);
+                float d[R];
+                tile<K, R, 1>(nr, 1, kp, qp, hd, d);
+                for (int i = 0; i < nr; ++i)
+                    s[v + i] = d[i] * a.scale;
+            }
+            float block_max = s[0];
+            for (int v = 1; v < nv; ++v)
+                if (s[v] > block_max) block_max = s[v];
+            if (block_max > max) {
+                if (sum > 0.0f) {
+                    const float f = exp1(max - block_max);
+                    sum *= f;
+                    const vec fv = V::set1(f);
+                    for (int64_t c = 0; c < hd; c += L) {
+                        const int64_t n = lo(L, hd - c);
+                        V::store_n(out + c, V::mul(V::load_n(out + c, n), fv), n);
+                    }
+                }
+                max = block_max;
+            }
+            const vec mv = V::set1(max);
+            for (int v = 0; v < nv; v += L) {
+                const int64_t n = lo(L, nv - v);
+                V::store_n(s + v, V::exp(V::sub(V::load_n(s + v, n), mv)), n);
+            }
+            for (int v = 0; v < nv; ++v)
+                sum += s[v];
+            for (int v = 0; v < nv; v += G) {
+                const int g = static_cast<int>(lo(G, nv - v));
+                const VC* vp[G];
+                for (int i = 0; i < g; ++i)
+                    vp[i] = reinterpret_cast<const VC*>(a.v + static_cast<std::size_t>(vis[v + i]) *
+                                                                  a.v_stride);
+                axpy_any<VC>(g, vp, s + v, out, 0, hd);
+            }
+        }
+        if (sum > 0.0f) {
+            const vec sv = V::set1(sum);
+            for (int64_t c = 0; c < hd; c += L) {
+                const int64_t n = lo(L, hd - c);
+                V::store_n(out + c, V::div(V::load_n(out + c, n), sv), n);
+            }
+        }
+    }
+
+    // ---- element-wise ----
+
+    // out[i] = f(a[i], b[i]) a vector at a time.
+    template <class F>
+    static void map2(const float* a, const float* b, float* out, int64_t n, F f) {
+        int64_t c = 0;
+        for (; c + L <= n; c += L)
+            V::store(out + c, f(V::load(a + c), V::load(b + c)));
+        if (c < n) V::store_n(out + c, f(V::load_n(a + c, n - c), V::load_n(b + c, n - c)), n - c);
+    }
+
+    // max(v, 0) is 0 for NaN and -0, like the reference's v > 0 ? v : 0.
+    static vec relu1(vec v) {
+        return V::max(v, V::zero());
+    }
+
+    static vec silu1(vec v) {
+        const vec one = V::set1(1.0f);
+        return V::div(v, V::add(one, V::exp(V::sub(V::zero(), v))));
+    }
+
+    // ---- table entries ----
+
+    static void mul_mat(const weights& w, int64_t r0, int64_t r1, f32_rows x, int64_t n_tok,
+                        f32_rows_out y) {
+        if (w.f16)
+            mul_mat_t<uint16_t>(w, r0, r1, x, n_tok, y);
+        else
+            mul_mat_t<float>(w, r0, r1, x, n_tok, y);
+    }
+
+    static void mul_rows(const weights& w, const int32_t* rows, int64_t n, const float* x,
+                         float* y) {
+        auto row_of = [rows](int64_t k) { return static_cast<int64_t>(rows[k]); };
+        if (w.f16)
+            rows_times_vector<uint16_t>(w, n, row_of, x, y);
+        else
+            rows_times_vector<float>(w, n, row_of, x, y);
+    }
+
+    static void mul_rows_batch(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                               const int32_t* tokens, f32_rows x, f32_rows_out y) {
+        if (w.f16)
+            mul_rows_batch_t<uint16_t>(w, i0, i1, offsets, tokens, x, y);
+        else
+            mul_rows_batch_t<float>(w, i0, i1, offsets, tokens, x, y);
+    }
+
+    static void axpy_rows(const weights& wt, const int32_t* rows, int64_t n, const float* a,
+                          float* y, int64_t c0, int64_t c1) {
+        if (wt.f16)
+            axpy_rows_t<uint16_t>(wt, rows, n, a, y, c0, c1);
+        else
+            axpy_rows_t<float>(wt, rows, n, a, y, c0, c1);
+    }
+
+    static void axpy_rows_batch(const weights& wt, int64_t n_rows, const int32_t* offsets,
+                                const int32_t* tokens, const float* coefs, int64_t n_tok,
+                                f32_rows_out y, int64_t c0, int64_t c1, float* scratch) {
+        if (wt.f16)
+            axpy_rows_batch_t<uint16_t>(wt, n_rows, offsets, tokens, coefs, n_tok, y, c0, c1,
+                                        scratch);
+        else
+            axpy_rows_batch_t<float>(wt, n_rows, offsets, tokens, coefs, n_tok, y, c0, c1, scratch);
+    }
+
+    static void attend(const attend_args& a) {
+        if (a.k_f16) {
+            if (a.v_f16)
+                attend_t<uint16_t, uint16_t>(a);
+            else
+                attend_t<uint16_t, float>(a);
+        } else {
+            if (a.v_f16)
+                attend_t<float, uint16_t>(a);
+            else
+                attend_t<float, float>(a);
+        }
+    }
+
+    static int64_t select(const float* p, int64_t n, float threshold, int32_t* out) {
+        const vec tv = V::set1(threshold);
+        int64_t k = 0;
+        for (int64_t c = 0; c < n; c += L) {
+            const int64_t m = lo(L, n - c);
+            uint32_t bits = V::ge_mask(m == L ? V::load(p + c) : V::load_n(p + c, m), tv);
+            if (m < L) bits &= (uint32_t{1} << m) - 1u; // zero-filled lanes may pass too
+            if (out == nullptr) {
+                k += __builtin_popcount(bits);
+                continue;
+            }
+            for (; bits != 0; bits &= bits - 1u)
+                out[k++] = static_cast<int32_t>(c + __builtin_ctz(bits));
+        }
+        return k;
+    }
+
+    static void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+        vec acc = V::zero();
+        int64_t c = 0;
+        for (; c + L <= n; c += L) {
+            const vec v = V::load(x + c);
+            acc = V::fma(v, v, acc);
+        }
+        if (c < n) {
+            const vec v = V::load_n(x + c, n - c);
+            acc = V::fma(v, v, acc);
+        }
+        const float mean = V::sum(acc) / static_cast<float>(n);
+        const vec scale = V::set1(1.0f / __builtin_sqrtf(mean + eps));
+        map2(x, w, y, n, [scale](vec v, vec g) { return V::mul(V::mul(v, scale), g); });
+    }
+
+    static void add(const float* a, const float* b, float* out, int64_t n) {
+        map2(a, b, out, n, [](vec u, vec v) { return V::add(u, v); });
+    }
+
+    static void relu(const float* x, float* out, int64_t n) {
+        map2(x, x, out, n, [](vec v, vec) { return relu1(v); });
+    }
+
+    static void glu(const float* gate, const float* up, float* out, int64_t n, int32_t kind) {
+        switch (kind) {
+        case PIB_GLU_RELU:
+            map2(gate, up, out, n, [](vec g, vec u) { return V::mul(relu1(g), u); });
+            return;
+        case PIB_GLU_SILU:
+            map2(gate, up, out, n, [](vec g, vec u) { return V::mul(silu1(g), u); });
+            return;
+        default:
+            map2(gate, up, out, n, [](vec g, vec u) { return V::mul(relu1(g), relu1(u)); });
+            return;
+        }
+    }
+
+    static constexpr simd_kernels table() {
+        return simd_kernels{
+            .mul_mat = mul_mat,
+            .mul_rows = mul_rows,
+            .mul_rows_batch = mul_rows_batch,
+            .axpy_rows = axpy_rows,
+            .axpy_rows_batch = axpy_rows_batch,
+            .attend = attend,
+            .select = select,
+            .rms_norm = rms_norm,
+            .add = add,
+            .relu = relu,
+            .glu = glu,
+        };
+    }
+};
+
+} // namespace pi::cpu::simd
