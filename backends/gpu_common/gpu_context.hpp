@@ -1,0 +1,107 @@
+#pragma once
+// The state behind the GPU backend's void* ctx, its buffers, and the checked tensor views the
+// kernels receive. Shared by every kernel file (CUDA, HIP and the CPU simulation).
+#include "backend/backend.h"
+#include "gpu_runtime.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pi::gpu {
+
+// Type ids of lib/quant/types.hpp that the GPU kernels handle.
+enum : uint32_t { type_f32 = 0, type_f16 = 1, type_i32 = 18 };
+
+// Bytes per element of a supported type, 0 for any other.
+inline std::size_t element_size(uint32_t type) {
+    switch (type) {
+    case type_f32:
+    case type_i32:
+        return 4;
+    case type_f16:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+struct context {
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    // Kernels that meet an index outside its range (device data the host cannot check before
+    // launching) set this flag; synchronize and buffer_download report it and clear it.
+    int* fault = nullptr;
+    int* fault_host = nullptr; // pinned, for reading the flag back
+    // Partial sums of the split-list column-sparse accumulate, allocated once at creation.
+    float* scratch = nullptr;
+    std::size_t scratch_floats = 0;
+    int multiprocessors = 1;
+    char name[256] = {};
+};
+
+inline context* as_context(void* ctx) {
+    return static_cast<context*>(ctx);
+}
+
+// A validated 2-D view of device memory, passed to kernels by value.
+struct view {
+    unsigned char* base = nullptr; // row 0
+    int64_t ne0 = 0;
+    int64_t ne1 = 0;
+    std::size_t nb1 = 0;
+    uint32_t type = 0;
+
+    template <class T> PI_HD T* row(int64_t r) const {
+        return reinterpret_cast<T*>(base + static_cast<std::size_t>(r) * nb1);
+    }
+    PI_HD unsigned char* row_bytes(int64_t r) const {
+        return base + static_cast<std::size_t>(r) * nb1;
+    }
+    bool is(uint32_t t) const { return type == t; }
+    bool same_shape(const view& o) const { return ne0 == o.ne0 && ne1 == o.ne1; }
+    // Every row starts on `align` bytes.
+    bool rows_aligned(std::size_t align) const {
+        return reinterpret_cast<std::uintptr_t>(base) % align == 0 &&
+               (ne1 <= 1 || nb1 % align == 0);
+    }
+};
+
+// Validates t (non-null, supported type, rows inside the buffer, aligned for the element type)
+// and fills v: PIB_OK, PIB_ERR_INVALID_ARGUMENT, or PIB_ERR_UNSUPPORTED for another type.
+int make_view(const pib_tensor* t, view& v);
+
+struct view_arg {
+    const pib_tensor* t;
+    view* v;
+};
+
+// make_view for several tensors; the first error wins.
+template <std::size_t N> int make_views(const view_arg (&list)[N]) {
+    for (const view_arg& a : list)
+        if (const int s = make_view(a.t, *a.v); s != PIB_OK) return s;
+    return PIB_OK;
+}
+
+inline bool is_i32_vector(const view& v, int64_t n) {
+    return v.is(type_i32) && v.ne0 == n && v.ne1 == 1;
+}
+
+// The status of the launches issued since the last check.
+int launch_status();
+
+// Status of a runtime call.
+int status_of(cudaError_t e);
+
+// Blocks of `per_block` items covering n, capped at 2^30: kernels whose blocks are rows or
+// tokens loop over the grid past that; column counts that large would not fit in memory.
+inline unsigned blocks_for(int64_t n, int64_t per_block) {
+    const int64_t b = (n + per_block - 1) / per_block;
+    return static_cast<unsigned>(b < (int64_t{1} << 30) ? b : (int64_t{1} << 30));
+}
+
+} // namespace pi::gpu
+
+struct pib_buffer {
+    unsigned char* data = nullptr; // device memory
+    std::size_t size = 0;
+};

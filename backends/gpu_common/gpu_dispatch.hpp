@@ -1,0 +1,36 @@
+#pragma once
+// Picks the weight-type traits (gpu_math.hpp) for a weight view: the vector variant when every
+// row starts on its alignment and holds whole units, else the element-wise one.
+#include "gpu_context.hpp"
+
+namespace pi::gpu {
+
+template <class V> bool vector_fits(const view& w) {
+    return w.rows_aligned(V::align) && w.ne0 % V::unit == 0;
+}
+
+// f(traits{}) for the weight types of the dot-product kernels.
+template <class F> int with_weights(const view& w, F&& f) {
+    switch (w.type) {
+    case type_f32:
+        return vector_fits<w_f32x4>(w) ? f(w_f32x4{}) : f(w_f32{});
+    case type_f16:
+        return vector_fits<w_f16x8>(w) ? f(w_f16x8{}) : f(w_f16{});
+    default:
+        return PIB_ERR_UNSUPPORTED;
+    }
+}
+
+// f(traits{}) for kernels that read single elements (gathers, column-sparse, caches).
+template <class F> int with_elements(uint32_t type, F&& f) {
+    switch (type) {
+    case type_f32:
+        return f(w_f32{});
+    case type_f16:
+        return f(w_f16{});
+    default:
+        return PIB_ERR_UNSUPPORTED;
+    }
+}
+
+} // namespace pi::gpu

@@ -1,0 +1,230 @@
+#pragma once
+// Per-thread math of the GPU kernels, shared with the host: the same functions run inside the
+// CUDA/HIP kernels and in the CPU unit test (tests/conformance/test_gpu_math.cpp) that checks
+// them against the reference (lib/quant fp16 conversion, the CPU kernels' formulas). Nothing
+// here includes a GPU runtime header, so a plain C++ compiler builds it too.
+//
+// A weight type is one traits struct: `unit` elements that one thread converts at once, the
+// byte alignment its vector load needs, load_unit (unit elements to floats) and load (one
+// element); the element-wise F32 and F16 structs also store (activations, KV cache). Every kernel
+// that reads weights is a template over such a struct, so adding a type (Q8_0, Q4_0) is one struct
+// here plus one case in each dispatch (gpu_dispatch.hpp).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define PI_HD __host__ __device__ __forceinline__
+#else
+#define PI_HD inline
+#endif
+
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define PI_GPU_DEVICE_PASS 1
+#endif
+
+namespace pi::gpu {
+
+PI_HD uint32_t bits_of(float f) {
+#ifdef PI_GPU_DEVICE_PASS
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+PI_HD float float_of(uint32_t u) {
+#ifdef PI_GPU_DEVICE_PASS
+    return __uint_as_float(u);
+#else
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+// binary16 -> binary32, exact for every finite value and infinity (NaN stays NaN).
+PI_HD float half_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu;
+    const uint32_t mant = h & 0x3ffu;
+    if (exp == 0) {
+        // Zero or subnormal: mant * 2^-24, exact in binary32.
+        return float_of(sign | bits_of(static_cast<float>(mant) * 5.9604644775390625e-8f));
+    }
+    if (exp == 0x1f) return float_of(sign | 0x7f800000u | mant << 13);
+    return float_of(sign | (exp + 127 - 15) << 23 | mant << 13);
+}
+
+// binary32 -> binary16, round to nearest even, overflow to infinity, NaN to 0x7e00: bit for
+// bit what pi::fp32_to_fp16 gives, so a KV cache written on a GPU equals the CPU's.
+PI_HD uint16_t float_to_half(float f) {
+    const uint32_t x = bits_of(f);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+    if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+    if (abs < 0x38800000u) {
+        // The float sum rounds the mantissa at the subnormal half's precision.
+        const float v = float_of(abs) + 0.5f;
+        return static_cast<uint16_t>(sign | (bits_of(v) - 0x3f000000u));
+    }
+    const uint32_t mant_odd = (abs >> 13) & 1u;
+    return static_cast<uint16_t>(sign | ((abs + 0xc8000fffu + mant_odd) >> 13));
+}
+
+// 16 bytes from a 16-byte aligned address: one vector load on the device.
+PI_HD void load16(const unsigned char* p, uint32_t (&out)[4]) {
+#ifdef PI_GPU_DEVICE_PASS
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+#else
+    std::memcpy(out, p, sizeof out);
+#endif
+}
+
+// ---- weight types ----
+
+struct w_f32 {
+    static constexpr int unit = 1;
+    static constexpr int align = 4;
+    PI_HD static float load(const unsigned char* row, int64_t i) {
+        return reinterpret_cast<const float*>(row)[i];
+    }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        v[0] = load(row, u);
+    }
+    PI_HD static void store(unsigned char* row, int64_t i, float v) {
+        reinterpret_cast<float*>(row)[i] = v;
+    }
+};
+
+// F32 rows that start on 16 bytes: four elements per load.
+struct w_f32x4 {
+    static constexpr int unit = 4;
+    static constexpr int align = 16;
+    PI_HD static float load(const unsigned char* row, int64_t i) { return w_f32::load(row, i); }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        uint32_t raw[4];
+        load16(row + u * 16, raw);
+        for (int e = 0; e < 4; ++e)
+            v[e] = float_of(raw[e]);
+    }
+};
+
+struct w_f16 {
+    static constexpr int unit = 1;
+    static constexpr int align = 2;
+    PI_HD static float load(const unsigned char* row, int64_t i) {
+        return half_to_float(reinterpret_cast<const uint16_t*>(row)[i]);
+    }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        v[0] = load(row, u);
+    }
+    PI_HD static void store(unsigned char* row, int64_t i, float v) {
+        reinterpret_cast<uint16_t*>(row)[i] = float_to_half(v);
+    }
+};
+
+// F16 rows that start on 16 bytes: eight elements per load.
+struct w_f16x8 {
+    static constexpr int unit = 8;
+    static constexpr int align = 16;
+    PI_HD static float load(const unsigned char* row, int64_t i) { return w_f16::load(row, i); }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        uint32_t raw[4];
+        load16(row + u * 16, raw);
+        for (int e = 0; e < 4; ++e) {
+            v[2 * e] = half_to_float(static_cast<uint16_t>(raw[e] & 0xffffu));
+            v[2 * e + 1] = half_to_float(static_cast<uint16_t>(raw[e] >> 16));
+        }
+    }
+};
+
+// sum over the unit's elements of v[e] * x[e], one FMA chain in element order.
+template <int N> PI_HD float dot_unit(const float (&v)[N], const float* x, float acc) {
+    for (int e = 0; e < N; ++e)
+        acc = fmaf(v[e], x[e], acc);
+    return acc;
+}
+
+// ---- activations ----
+
+enum glu_kind : int32_t { glu_relu = 0, glu_silu = 1, glu_relu_relu = 2 }; // = pib_glu_kind
+
+PI_HD float act_relu(float v) {
+    return v > 0.0f ? v : 0.0f;
+}
+
+PI_HD float act_silu(float v) {
+    return v / (1.0f + expf(-v));
+}
+
+PI_HD float act_glu(int32_t kind, float gate, float up) {
+    switch (kind) {
+    case glu_silu:
+        return act_silu(gate) * up;
+    case glu_relu_relu:
+        return act_relu(gate) * act_relu(up);
+    default:
+        return act_relu(gate) * up;
+    }
+}
+
+// ---- rotary embedding ----
+
+// Angle of pair j at position pos: pos * freq_scale * freq_base^(-2j/n_rot), in double like the
+// reference, because positions in the thousands leave a float angle with too few digits.
+PI_HD double rope_theta(int32_t pos, int32_t j, int32_t n_rot, float freq_base, float freq_scale) {
+    return static_cast<double>(pos) * freq_scale *
+           pow(static_cast<double>(freq_base), -2.0 * j / static_cast<double>(n_rot));
+}
+
+// ---- softmax ----
+
+// A running softmax over scores seen so far: max m, sum l = sum exp(s - m). Attention keeps one
+// per thread group and merges them; acc vectors are rescaled by the factors merge returns.
+struct softmax_state {
+    float m;
+    float l;
+};
+
+PI_HD softmax_state softmax_empty() {
+    return softmax_state{-INFINITY, 0.0f};
+}
+
+// Adds score s; *scale_old is the factor for what was accumulated so far, *weight the weight of
+// the new element.
+PI_HD softmax_state softmax_push(softmax_state st, float s, float* scale_old, float* weight) {
+    const float m = s > st.m ? s : st.m;
+    *scale_old = st.l > 0.0f ? expf(st.m - m) : 0.0f;
+    *weight = expf(s - m);
+    return softmax_state{m, st.l * *scale_old + *weight};
+}
+
+// Merges b into a; *scale_a and *scale_b rescale their accumulators. An empty state (l == 0)
+// contributes nothing, so merging never evaluates -inf - -inf.
+PI_HD softmax_state softmax_merge(softmax_state a, softmax_state b, float* scale_a,
+                                  float* scale_b) {
+    if (b.l <= 0.0f) {
+        *scale_a = 1.0f;
+        *scale_b = 0.0f;
+        return a;
+    }
+    if (a.l <= 0.0f) {
+        *scale_a = 0.0f;
+        *scale_b = 1.0f;
+        return b;
+    }
+    const float m = a.m > b.m ? a.m : b.m;
+    *scale_a = expf(a.m - m);
+    *scale_b = expf(b.m - m);
+    return softmax_state{m, a.l * *scale_a + b.l * *scale_b};
+}
+
+} // namespace pi::gpu

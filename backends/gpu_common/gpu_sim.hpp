@@ -1,0 +1,101 @@
+#pragma once
+// A CPU stand-in for the part of the CUDA runtime the GPU kernels use (PI_GPU_SIM). The kernel
+// sources compile unchanged with a host compiler: device memory is host memory, streams run
+// each call at once, and a launch runs every block in turn, its threads as fibers that switch
+// at __syncthreads and at the exchange of a group sum (gpu_sim.cpp). It exists so that
+// the conformance suite checks the kernels' indexing, scans, reductions and fault reporting on
+// machines without a GPU; it says nothing about their speed. One launch runs at a time.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+// Blocks run one after the other, so one copy per kernel serves every block.
+#define __shared__ static
+
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 {
+    unsigned x, y, z;
+};
+
+// The built-in variables of the simulated thread that runs now.
+inline thread_local uint3 threadIdx{};
+inline thread_local uint3 blockIdx{};
+inline thread_local dim3 blockDim{};
+inline thread_local dim3 gridDim{};
+
+enum cudaError_t {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorNoDevice = 100,
+};
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+struct sim_stream;
+using cudaStream_t = sim_stream*;
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+
+struct cudaFuncAttributes {
+    int maxThreadsPerBlock;
+};
+
+struct cudaDeviceProp {
+    char name[256];
+    int multiProcessorCount;
+};
+
+cudaError_t cudaGetDeviceCount(int* n);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total);
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* kernel);
+cudaError_t cudaGetLastError();
+const char* cudaGetErrorString(cudaError_t e);
+cudaError_t cudaMalloc(void** p, std::size_t n);
+cudaError_t cudaFree(void* p);
+cudaError_t cudaMallocHost(void** p, std::size_t n);
+cudaError_t cudaFreeHost(void* p);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind,
+                            cudaStream_t s);
+cudaError_t cudaMemsetAsync(void* p, int value, std::size_t n, cudaStream_t s);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+
+void __syncthreads();
+
+namespace pi::gpu::sim {
+
+// The butterfly sum of v over this thread's group of 32 (gpu_runtime.hpp's group_sum), with the
+// same additions in the same order as the shuffles on a GPU, at the cost of one exchange.
+float group_sum(float v);
+
+// Runs body(arg) as every thread (threadIdx.x < block.x) of every block of the grid.
+void run_grid(dim3 grid, dim3 block, void (*body)(void*), void* arg);
+
+template <class... P, class... A>
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t, A... args) {
+    std::tuple<P...> params(args...);
+    struct call {
+        void (*kernel)(P...);
+        std::tuple<P...>* params;
+    } c{kernel, &params};
+    run_grid(
+        grid, block,
+        [](void* a) {
+            const call* c = static_cast<const call*>(a);
+            std::apply(c->kernel, *c->params); // every thread gets its own copy of the arguments
+        },
+        &c);
+}
+
+} // namespace pi::gpu::sim

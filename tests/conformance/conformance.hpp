@@ -1,0 +1,97 @@
+#pragma once
+// The conformance suite's bench: every tensor exists twice, once on the backend under test and
+// once on the oracle (the CPU backend's scalar reference kernels), built from the same host
+// data. Each test runs a vtable op on both and compares what comes back.
+//
+// Tolerances are stated as a normalized mean squared error, sum (got - want)^2 / sum want^2:
+#include "backend/backend.h"
+
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pi::conformance {
+
+// Data movement and integer results: bit for bit.
+inline constexpr double exact = 0.0;
+// One rounding of float arithmetic on each side (exp in SiLU, RMSNorm's scale, RoPE's products).
+inline constexpr double tol_pointwise = 1e-12;
+// Float dot products and softmax sums against the double-accumulating reference.
+inline constexpr double tol_reduction = 1e-10;
+
+inline constexpr uint32_t F32 = 0;
+inline constexpr uint32_t F16 = 1;
+inline constexpr uint32_t I32 = 18;
+
+// Tensors start this far into their buffer unless a test asks for another offset, so a kernel
+// that ignores offsets fails.
+inline constexpr std::size_t default_offset = 32;
+
+// One tensor on both sides: at[0] on the backend under test, at[1] on the oracle.
+struct twin {
+    pib_tensor at[2];
+};
+
+enum side : int { under_test = 0, oracle = 1 };
+
+// The backends of this run, set by main before any test runs.
+struct backends {
+    pib_backend be[2];
+    std::string name;     // "cpu", "gpusim", "cuda", "hip"
+    bool verbose = false; // print every comparison's NMSE
+};
+backends& current();
+
+class bench {
+  public:
+    bench() = default;
+    ~bench();
+    bench(const bench&) = delete;
+    bench& operator=(const bench&) = delete;
+
+    // A tensor of ne1 rows of ne0 elements from packed host rows (elements of `type`), rows
+    // `pad` elements longer than needed and the gaps filled with garbage.
+    twin raw(uint32_t type, int64_t ne0, int64_t ne1, const void* packed, std::size_t pad = 0,
+             std::size_t offset = default_offset);
+    twin f32(int64_t ne0, int64_t ne1, std::span<const float> v, std::size_t pad = 0,
+             std::size_t offset = default_offset);
+    // F16 from floats rounded to half.
+    twin f16(int64_t ne0, int64_t ne1, std::span<const float> v, std::size_t pad = 0,
+             std::size_t offset = default_offset);
+    twin typed(uint32_t type, int64_t ne0, int64_t ne1, std::span<const float> v,
+               std::size_t pad = 0, std::size_t offset = default_offset);
+    twin i32(int64_t ne0, int64_t ne1, std::span<const int32_t> v);
+
+    // Runs f(vtable, ctx, side) on both sides; both must return `want`.
+    template <class F> void run(F&& f, int want = PIB_OK) {
+        for (int s : {under_test, oracle}) {
+            const pib_backend& b = current().be[s];
+            const int st = f(*b.vt, b.ctx, s);
+            INFO("side " << (s == under_test ? current().name : std::string("oracle")));
+            REQUIRE(st == want);
+        }
+    }
+
+    // The rows of t on side s (elements of t's type, packed).
+    std::vector<unsigned char> read(const twin& t, int s) const;
+    std::vector<float> read_f32(const twin& t, int s) const;
+    std::vector<int32_t> read_i32(const twin& t, int s) const;
+
+    // NMSE of the under-test side of an F32 or F16 tensor against the oracle's, which must be
+    // at most `tol`.
+    void expect_close(const twin& t, double tol, const std::string& what) const;
+
+  private:
+    std::vector<pib_buffer*> buffers_[2];
+};
+
+std::vector<float> random_floats(std::size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// The normalized mean squared error of got against want (0 when both are all zeros).
+double nmse(std::span<const float> got, std::span<const float> want);
+
+} // namespace pi::conformance

@@ -1,0 +1,104 @@
+// Buffers, device facts and how a backend reports bad arguments.
+#include "conformance.hpp"
+
+#include <cstring>
+#include <numeric>
+
+using namespace pi::conformance;
+
+namespace {
+
+const pib_backend& tested() {
+    return current().be[under_test];
+}
+
+// The status of a kernel call, or of the next synchronize when the call itself succeeded:
+// errors found on the device surface there.
+template <class F> int outcome(F&& f) {
+    const pib_backend& b = tested();
+    const int st = f(*b.vt, b.ctx);
+    return st != PIB_OK ? st : b.vt->synchronize(b.ctx);
+}
+
+} // namespace
+
+TEST_CASE("device_info names the device and its kind") {
+    pib_device_info info{};
+    REQUIRE(tested().vt->device_info(tested().ctx, &info) == PIB_OK);
+    REQUIRE(info.name != nullptr);
+    REQUIRE(info.kind != nullptr);
+    CHECK(std::string(info.kind) == current().name);
+    CHECK(info.memory_total > 0);
+    CHECK(info.memory_free <= info.memory_total);
+    CHECK(tested().vt->api_version == PIB_API_VERSION);
+}
+
+TEST_CASE("buffers round-trip bytes at any offset, clear to zero and refuse ranges past the end") {
+    const pib_backend& b = tested();
+    pib_buffer* buf = nullptr;
+    REQUIRE(b.vt->buffer_alloc(b.ctx, 1001, &buf) == PIB_OK);
+    CHECK(b.vt->buffer_size(b.ctx, buf) == 1001);
+    std::vector<unsigned char> data(1001);
+    std::iota(data.begin(), data.end(), static_cast<unsigned char>(3));
+    CHECK(b.vt->buffer_upload(b.ctx, buf, 0, data.data(), data.size()) == PIB_OK);
+    CHECK(b.vt->buffer_clear(b.ctx, buf, 17, 100) == PIB_OK);
+    std::vector<unsigned char> back(990);
+    CHECK(b.vt->buffer_download(b.ctx, buf, 11, back.data(), back.size()) == PIB_OK);
+    std::memset(data.data() + 17, 0, 100);
+    CHECK(std::memcmp(back.data(), data.data() + 11, back.size()) == 0);
+    CHECK(b.vt->buffer_upload(b.ctx, buf, 1000, data.data(), 2) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(b.vt->buffer_download(b.ctx, buf, 1002, back.data(), 0) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(b.vt->buffer_clear(b.ctx, buf, 0, 1002) == PIB_ERR_INVALID_ARGUMENT);
+    b.vt->buffer_free(b.ctx, buf);
+    b.vt->buffer_free(b.ctx, nullptr);
+}
+
+TEST_CASE("shape mismatches are refused with PIB_ERR_INVALID_ARGUMENT") {
+    bench bn;
+    const twin w = bn.f32(8, 4, random_floats(32, 50));
+    const twin x = bn.f32(7, 1, random_floats(7, 51));
+    const twin y = bn.f32(4, 1, random_floats(4, 52));
+    bn.run([&](const pib_vtable& vt, void* ctx,
+               int s) { return vt.mul_mat(ctx, &w.at[s], &x.at[s], &y.at[s]); },
+           PIB_ERR_INVALID_ARGUMENT);
+    bn.run([&](const pib_vtable& vt, void* ctx,
+               int s) { return vt.add(ctx, &w.at[s], &x.at[s], &y.at[s]); },
+           PIB_ERR_INVALID_ARGUMENT);
+    pib_tensor past_end = w.at[under_test];
+    past_end.ne1 = 1000;
+    CHECK(tested().vt->relu(tested().ctx, &past_end, &past_end) == PIB_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("an index or count outside its range is reported, and the backend keeps working") {
+    bench bn;
+    const twin table = bn.f32(16, 4, random_floats(64, 53));
+    const twin ids = bn.i32(2, 1, std::vector<int32_t>{1, 4});
+    const twin out = bn.f32(16, 2, random_floats(32, 54));
+    CHECK(outcome([&](const pib_vtable& vt, void* ctx) {
+              return vt.get_rows(ctx, &table.at[under_test], &ids.at[under_test],
+                                 &out.at[under_test]);
+          }) == PIB_ERR_INVALID_ARGUMENT);
+    const twin lists = bn.i32(4, 1, std::vector<int32_t>{0, 9, 0, 0});
+    const twin count = bn.i32(1, 1, std::vector<int32_t>{2});
+    const twin x = bn.f32(16, 1, random_floats(16, 55));
+    const twin y = bn.f32(4, 1, random_floats(4, 56));
+    CHECK(outcome([&](const pib_vtable& vt, void* ctx) {
+              return vt.mul_mat_sparse(ctx, &table.at[under_test], &x.at[under_test],
+                                       &lists.at[under_test], &count.at[under_test],
+                                       &y.at[under_test]);
+          }) == PIB_ERR_INVALID_ARGUMENT);
+    const twin long_count = bn.i32(1, 1, std::vector<int32_t>{5}); // capacity 4
+    const twin a = bn.f32(4, 1, random_floats(4, 57));
+    const twin acc = bn.f32(16, 1, random_floats(16, 58));
+    CHECK(outcome([&](const pib_vtable& vt, void* ctx) {
+              return vt.axpy_sparse(ctx, &table.at[under_test], &a.at[under_test],
+                                    &lists.at[under_test], &long_count.at[under_test],
+                                    &acc.at[under_test]);
+          }) == PIB_ERR_INVALID_ARGUMENT);
+    const twin good = bn.i32(2, 1, std::vector<int32_t>{3, 0});
+    bn.run([&](const pib_vtable& vt, void* ctx, int s) {
+        return vt.get_rows(ctx, &table.at[s], &good.at[s], &out.at[s]);
+    });
+    CHECK(tested().vt->synchronize(tested().ctx) == PIB_OK);
+    bn.expect_close(out, exact, "get_rows after a reported fault");
+}

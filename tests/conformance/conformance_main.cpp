@@ -1,0 +1,72 @@
+// The conformance program: `conformance --backend=cpu|gpusim|cuda|hip [--verbose] [doctest
+// options]`. The backend under test is the CPU backend with its default kernels, or device 0 of
+// a backend module; the oracle is always the CPU backend's scalar reference. Without the module
+// or a device the run prints "SKIPPED: <reason>" and succeeds (CTest reports it skipped).
+// --verbose prints the outcome of every comparison.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "conformance.hpp"
+
+#include "backend/device.hpp"
+#include "cpu/cpu_backend.h"
+#include "support/error.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int32_t cpu_threads = 2;
+
+// The CPU backend's scalar reference kernels.
+int create_oracle(pib_backend* out) {
+    return pib_cpu_backend_create_with(cpu_threads, 0, PIB_CPU_KERNELS_SCALAR, out);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace pi::conformance;
+    std::string name = "cpu";
+    bool verbose = false;
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (std::strncmp(argv[i], "--backend=", 10) == 0)
+            name = argv[i] + 10;
+        else if (std::strcmp(argv[i], "--verbose") == 0)
+            verbose = true;
+        else
+            args.push_back(argv[i]);
+    }
+
+    std::optional<pi::device> dev;
+    try {
+        dev = name == "cpu" ? pi::device::cpu(cpu_threads) : pi::device::from_module(name, 0);
+    } catch (const pi::error& e) {
+        std::printf("SKIPPED: %s\n", e.what());
+        return 0;
+    }
+    pib_backend oracle_backend{};
+    if (create_oracle(&oracle_backend) != PIB_OK) {
+        std::fprintf(stderr, "conformance: cannot create the CPU reference backend\n");
+        return 1;
+    }
+    backends& b = current();
+    b.be[under_test] = pib_backend{&dev->vt(), dev->ctx()};
+    b.be[oracle] = oracle_backend;
+    b.name = name;
+    b.verbose = verbose;
+
+    pib_device_info info{};
+    if (dev->vt().device_info(dev->ctx(), &info) == PIB_OK)
+        std::printf("conformance: backend %s, device %s\n", name.c_str(),
+                    info.name != nullptr ? info.name : "?");
+
+    doctest::Context context;
+    context.applyCommandLine(static_cast<int>(args.size()), args.data());
+    const int result = context.run();
+    oracle_backend.vt->destroy(oracle_backend.ctx);
+    return result;
+}
