@@ -32,6 +32,16 @@ template <typename F> pi_status guard(F&& body) noexcept {
     }
 }
 
+// Adapts a pi_progress_callback to the core's `bool (*)(float, void*)` progress hook.
+struct progress_bridge {
+    pi_progress_callback fn;
+    void* user_data;
+    static bool call(float progress, void* self) {
+        auto* b = static_cast<progress_bridge*>(self);
+        return b->fn(progress, b->user_data) != 0;
+    }
+};
+
 // Throws pi::error(invalid_argument) naming the argument when p is NULL.
 template <typename T> T* require(T* p, const char* name) {
     if (!p) fail(status::invalid_argument, "argument '", name, "' is NULL");

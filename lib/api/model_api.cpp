@@ -9,18 +9,10 @@
 
 using namespace pi;
 using pi::api::guard;
+using pi::api::progress_bridge;
 using pi::api::require;
 
 namespace {
-
-struct progress_bridge {
-    pi_progress_callback fn;
-    void* user_data;
-    static bool call(float progress, void* self) {
-        auto* b = static_cast<progress_bridge*>(self);
-        return b->fn(progress, b->user_data) != 0;
-    }
-};
 
 template <size_t N> void copy_text(char (&dst)[N], const std::string& src) {
     const size_t n = std::min(N - 1, src.size());
