@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant/blocks.hpp"
+
 namespace pi::cpu {
 
 // A matrix of F32 or F16 rows of `cols` elements, `stride` bytes apart.
@@ -23,6 +25,14 @@ struct weights {
     std::size_t stride;
     int64_t cols;
     bool f16;
+};
+
+// A matrix of Q4_0 (q8 false) or Q8_0 rows of `blocks` blocks, `stride` bytes apart.
+struct quant_weights {
+    const std::byte* data;
+    std::size_t stride;
+    int64_t blocks;
+    bool q8;
 };
 
 // F32 rows (one per token), `stride` bytes apart.
@@ -94,6 +104,15 @@ struct simd_kernels {
     void (*relu)(const float* x, float* out, int64_t n);
     // out = act(gate) * up for a validated pib_glu_kind.
     void (*glu)(const float* gate, const float* up, float* out, int64_t n, int32_t kind);
+    // y[r] = w[r] . x for r = rows[i] (or first + i when rows is null), i in [0, n); x is the
+    // activation row quantized to Q8_0 (codes in [-127, 127]). One float FMA chain per row over
+    // the blocks in order, each block an exact integer dot product scaled by d_w * d_x.
+    void (*mul_rows_q)(const quant_weights& w, const int32_t* rows, int64_t first, int64_t n,
+                       const block_q8_0* x, float* y);
+    // For blocks [b0, b1) of columns: y += a[rows[k]] * dequant(wt[rows[k]]) for k = 0 .. n-1 in
+    // order, skipping zero coefficients; each element gets one FMA by a * d per row.
+    void (*axpy_rows_q)(const quant_weights& wt, const int32_t* rows, int64_t n, const float* a,
+                        float* y, int64_t b0, int64_t b1);
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.

@@ -16,6 +16,13 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
 int fast_select_active(context& c, const view& p, float threshold, const view& idx,
                        const view& count);
 
+// fast_quant.cpp; the same contracts with Q4_0 or Q8_0 weights.
+int fast_mul_mat_q(context& c, const view& w, const view& x, const view& y);
+int fast_mul_mat_sparse_q(context& c, const view& w, const view& x, const view& idx,
+                          const view& count, const view& y);
+int fast_axpy_sparse_q(context& c, const view& wt, const view& a, const view& idx,
+                       const view& count, const view& y);
+
 // fast_layer.cpp
 int fast_attention(context& c, const view& q, const view& k, const view& v, const view& q_pos,
                    const view& kv_pos, const pib_attention_params& p, const view& out);

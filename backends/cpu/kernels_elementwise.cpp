@@ -3,6 +3,7 @@
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
 #include "fast_kernels.hpp"
+#include "weight_rows.hpp"
 
 #include <cmath>
 
@@ -51,13 +52,10 @@ int get_rows(context& c, const pib_tensor* table, const pib_tensor* ids, const p
     if (!i.is(ggml_type::i32) || i.ne1 != 1 || !o.is(ggml_type::f32) || o.ne0 != t.ne0 ||
         o.ne1 != i.ne0 || !ids_in_range(i, t.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_float_type(t.type, [&]<class T>(const T*) {
+    return with_weight_rows(t, [&](const auto& rows) {
         const int32_t* id = i.row<const int32_t>(0);
         parallel_2d(c, o.ne1, o.ne0, elementwise_grain, [&](int64_t r, int64_t c0, int64_t c1) {
-            const T* src = t.row<const T>(id[r]);
-            float* dst = o.row<float>(r);
-            for (int64_t k = c0; k < c1; ++k)
-                dst[k] = load(src, k);
+            rows.read(id[r], c0, c1, o.row<float>(r) + c0);
         });
         return PIB_OK;
     });

@@ -3,6 +3,7 @@
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
 #include "fast_kernels.hpp"
+#include "weight_rows.hpp"
 
 #include <array>
 #include <cstdint>
@@ -48,16 +49,15 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
     view vw, vx, vy;
     if (const int s = make_views({{w, &vw}, {x, &vx}, {y, &vy}}); s != PIB_OK) return s;
     if (!product_shaped(vw, vx, vy)) return PIB_ERR_INVALID_ARGUMENT;
-    return with_float_type(vw.type, [&]<class W>(const W*) -> int {
-        if (c.simd != nullptr) return fast_mul_mat(c, vw, vx, vy);
+    return with_weight_rows(vw, [&](const auto& rows) -> int {
+        if (c.simd != nullptr)
+            return is_block_quant(vw.type) ? fast_mul_mat_q(c, vw, vx, vy)
+                                           : fast_mul_mat(c, vw, vx, vy);
         // Rows of w in parallel; each task reuses its rows for every token.
         parallel_1d(c, vw.ne1, grain_for(vw.ne0 * vx.ne1), [&](int64_t r0, int64_t r1) {
-            for (int64_t r = r0; r < r1; ++r) {
-                const W* wr = vw.row<const W>(r);
+            for (int64_t r = r0; r < r1; ++r)
                 for (int64_t t = 0; t < vx.ne1; ++t)
-                    vy.row<float>(t)[r] =
-                        static_cast<float>(dot(wr, vx.row<const float>(t), vw.ne0));
-            }
+                    vy.row<float>(t)[r] = static_cast<float>(rows.dot(r, vx.row<const float>(t)));
         });
         return PIB_OK;
     });
@@ -71,10 +71,12 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
         return s;
     if (!product_shaped(vw, vx, vy) || !lists_shaped(vi, vc, vx.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_float_type(vw.type, [&]<class W>(const W*) {
+    return with_weight_rows(vw, [&](const auto& rows) {
         const int64_t longest = max_count(c, vi, vc, vw.ne1);
         if (longest == invalid_list) return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr) return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
+        if (c.simd != nullptr)
+            return is_block_quant(vw.type) ? fast_mul_mat_sparse_q(c, vw, vx, vi, vc, vy)
+                                           : fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
             for (int64_t r = c0; r < c1; ++r)
@@ -89,7 +91,7 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
             const float* xt = vx.row<const float>(t);
             float* out = vy.row<float>(t);
             for (int64_t k = k0; k < k1 && k < n[t]; ++k)
-                out[list[k]] = static_cast<float>(dot(vw.row<const W>(list[k]), xt, vw.ne0));
+                out[list[k]] = static_cast<float>(rows.dot(list[k], xt));
         });
         return static_cast<int>(PIB_OK);
     });
@@ -104,10 +106,12 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
     if (!va.is(ggml_type::f32) || !vy.is(ggml_type::f32) || va.ne0 != vw.ne1 || vy.ne0 != vw.ne0 ||
         vy.ne1 != va.ne1 || !lists_shaped(vi, vc, va.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_float_type(vw.type, [&]<class W>(const W*) {
+    return with_weight_rows(vw, [&](const auto& rows) {
         if (max_count(c, vi, vc, vw.ne1) == invalid_list)
             return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr) return fast_axpy_sparse(c, vw, va, vi, vc, vy);
+        if (c.simd != nullptr)
+            return is_block_quant(vw.type) ? fast_axpy_sparse_q(c, vw, va, vi, vc, vy)
+                                           : fast_axpy_sparse(c, vw, va, vi, vc, vy);
         const int32_t* n = vc.row<const int32_t>(0);
         // Each task owns a block of output columns of one token and walks that token's list in
         // order, so every y element is summed by one thread in a fixed order.
@@ -121,9 +125,7 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
                 for (int32_t k = 0; k < n[t]; ++k) {
                     const float coef = at[list[k]];
                     if (coef == 0.0f) continue;
-                    const W* wr = vw.row<const W>(list[k]);
-                    for (int64_t j = b0; j < b1; ++j)
-                        acc[j - b0] += static_cast<double>(coef) * load(wr, j);
+                    rows.axpy(list[k], coef, b0, b1, acc.data());
                 }
                 for (int64_t j = b0; j < b1; ++j)
                     out[j] = static_cast<float>(out[j] + acc[j - b0]);

@@ -11,6 +11,7 @@
 // prefetch_far (to L2, for data needed after more than an L1 of other reads).
 #include "backend/backend.h"
 #include "cpu_simd.hpp"
+#include "simd_quant_impl.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -546,6 +547,8 @@ template <class V> struct impl {
             .add = add,
             .relu = relu,
             .glu = glu,
+            .mul_rows_q = quant_impl<V>::mul_rows_q,
+            .axpy_rows_q = quant_impl<V>::axpy_rows_q,
         };
     }
 };

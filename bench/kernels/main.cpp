@@ -218,6 +218,9 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
     matvec("mat-vec F16 2048x2048", pi::ggml_type::f16, d, d);
     matvec("mat-vec F16 2048x256", pi::ggml_type::f16, d, 256);
     matvec("mat-vec F32 2048x5632", pi::ggml_type::f32, d, ff);
+    // The arena's F16 patterns read as blocks give finite scales and random codes.
+    matvec("mat-vec Q4_0 2048x5632", pi::ggml_type::q4_0, d, ff);
+    matvec("mat-vec Q8_0 2048x5632", pi::ggml_type::q8_0, d, ff);
 
     // Row-sparse mat-vec over 10% of ffn_up's rows, and the column-sparse accumulate over the
     // same share of ffn_down_t's rows: the bytes are those of the active rows.
@@ -241,6 +244,19 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
             const pib_tensor tw = b.weight(pi::ggml_type::f16, d, ff, off);
             vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
         });
+        const size_t q4_bytes = pi::row_bytes(pi::ggml_type::q4_0, d) * static_cast<size_t>(ff);
+        const double q4_active =
+            static_cast<double>(count[0]) * pi::row_bytes(pi::ggml_type::q4_0, d);
+        measure("sparse mat-vec Q4_0 2048x5632 10%", q4_bytes, all_copies, q4_active, 0,
+                [&](size_t off) {
+                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
+                    vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
+                });
+        measure("sparse axpy Q4_0 2048x5632 10%", q4_bytes, all_copies, q4_active, 0,
+                [&](size_t off) {
+                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
+                    vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
+                });
     }
 
     // Prompt batches: weights reused by every token, so count FLOPs.

@@ -295,8 +295,8 @@ TEST_CASE("matrix kernels reject bad arguments with INVALID_ARGUMENT and other w
         CHECK(vt.mul_mat(d.ctx(), &unknown, &x, &y) == PIB_ERR_INVALID_ARGUMENT);
         const pib_tensor xh = d.f16(8, 2, random_floats(16, 4));
         CHECK(vt.mul_mat(d.ctx(), &w, &xh, &y) == PIB_ERR_INVALID_ARGUMENT);
-        const std::vector<unsigned char> blocks(18 * 5, 0);
-        const pib_tensor q = d.raw(Q4_0, 32, 5, blocks.data());
+        const std::vector<unsigned char> blocks(20 * 5, 0);
+        const pib_tensor q = d.raw(Q4_1, 32, 5, blocks.data()); // only Q4_0 and Q8_0 are read
         const pib_tensor x32 = d.f32(32, 2, random_floats(64, 5));
         CHECK(vt.mul_mat(d.ctx(), &q, &x32, &y) == PIB_ERR_UNSUPPORTED);
         const auto l = upload_lists(d, {{0}, {1}}, 1);

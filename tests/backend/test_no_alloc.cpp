@@ -40,6 +40,15 @@ template <class F> long allocations_of(F&& f) {
     return allocations;
 }
 
+// rows x cols weights quantized to `type`, rows packed.
+std::vector<unsigned char> quantized(uint32_t type, int64_t cols, int64_t rows, uint32_t seed) {
+    const auto src = random_floats(static_cast<size_t>(cols * rows), seed);
+    std::vector<unsigned char> out(pi::row_bytes(static_cast<pi::ggml_type>(type), cols) *
+                                   static_cast<size_t>(rows));
+    pi::traits_of(type).from_float(src.data(), out.data(), cols * rows);
+    return out;
+}
+
 } // namespace
 
 TEST_CASE("kernels make no heap allocation after a warm-up call, at every kernel level, for one "
@@ -72,6 +81,13 @@ TEST_CASE("kernels make no heap allocation after a warm-up call, at every kernel
             const pib_tensor norm_w = d.f32(24, 1, random_floats(24, 7));
             const pib_attention_params ap{4, 2, 6, 9, 0.4f};
             const pib_rope_params rp{4, 6, 6, PIB_ROPE_NEOX, 10000.0f, 1.0f};
+            const auto q4_blocks = quantized(Q4_0, 32, 40, 8);
+            const auto q8_blocks = quantized(Q8_0, 32, 40, 9);
+            const pib_tensor w_q4 = d.raw(Q4_0, 32, 40, q4_blocks.data());
+            const pib_tensor wt_q8 = d.raw(Q8_0, 32, 40, q8_blocks.data());
+            const pib_tensor x32 = d.f32(32, n_tok, random_floats(32 * n, 10));
+            const pib_tensor out32 = d.zeros_f32(32, n_tok);
+            const pib_tensor ids = d.i32(n_tok, 1, positions);
 
             const size_t attention_call = 4;
             const std::function<int()> calls[] = {
@@ -84,6 +100,10 @@ TEST_CASE("kernels make no heap allocation after a warm-up call, at every kernel
                 [&] { return vt.rms_norm(d.ctx(), &out24, &norm_w, 1e-6f, &out24); },
                 [&] { return vt.glu(d.ctx(), &out24, &q, PIB_GLU_SILU, &out24); },
                 [&] { return vt.add(d.ctx(), &out24, &q, &out24); },
+                [&] { return vt.mul_mat(d.ctx(), &w_q4, &x32, &y); },
+                [&] { return vt.mul_mat_sparse(d.ctx(), &w_q4, &x32, &idx, &count, &y); },
+                [&] { return vt.axpy_sparse(d.ctx(), &wt_q8, &y, &idx, &count, &out32); },
+                [&] { return vt.get_rows(d.ctx(), &wt_q8, &ids, &out32); },
             };
             for (size_t i = 0; i < std::size(calls); ++i) {
                 CAPTURE(i);

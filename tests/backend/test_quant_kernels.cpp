@@ -1,0 +1,285 @@
+// mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0 and Q8_0 weights, at every kernel
+// level this machine runs, against a "dequantize, then F32" oracle: the weights dequantized with
+// traits_of(type).to_float into an F32 tensor and the SCALAR kernel run on that.
+//
+// Tolerances, with scale = sum|w * x| over the dequantized weights:
+// - scalar kernels: |got - oracle| <= 1e-5 * scale + 1e-6 (they dequantize block by block and
+//   sum in the oracle's order, so in practice the bits agree; get_rows is checked bitwise);
+// - fast kernels: |got - oracle| <= 1e-2 * scale + 1e-6, room for quantizing the activations to
+//   Q8_0 blocks (a relative error of at most 1/254 per element) before integer dot products.
+// Every level gives the same bits on 1 and 2 threads.
+#include "backend_test_util.hpp"
+
+#include <algorithm>
+#include <string>
+
+using namespace pi::test;
+
+namespace {
+
+constexpr double scalar_rel = 1e-5;
+constexpr double fast_rel = 1e-2;
+constexpr double abs_tol = 1e-6;
+
+// A quantized matrix and its dequantized values, rows of `cols` elements.
+struct quantized {
+    std::vector<unsigned char> blocks;
+    std::vector<float> values;
+};
+
+quantized quantize(uint32_t type, int64_t cols, int64_t rows, uint32_t seed) {
+    const auto src = random_floats(static_cast<size_t>(cols * rows), seed);
+    const size_t row = pi::row_bytes(static_cast<pi::ggml_type>(type), cols);
+    quantized q{std::vector<unsigned char>(row * static_cast<size_t>(rows)), src};
+    const pi::type_traits tt = pi::traits_of(type);
+    for (int64_t r = 0; r < rows; ++r) {
+        tt.from_float(src.data() + r * cols, q.blocks.data() + row * r, cols);
+        tt.to_float(q.blocks.data() + row * r, q.values.data() + r * cols, cols);
+    }
+    return q;
+}
+
+struct list_tensors {
+    pib_tensor idx, count;
+};
+
+list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
+                          int64_t capacity) {
+    std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
+    std::vector<int32_t> count;
+    for (size_t t = 0; t < lists.size(); ++t) {
+        std::copy(lists[t].begin(), lists[t].end(), idx.begin() + t * capacity);
+        count.push_back(static_cast<int32_t>(lists[t].size()));
+    }
+    return {d.i32(capacity, static_cast<int64_t>(lists.size()), idx),
+            d.i32(static_cast<int64_t>(lists.size()), 1, count)};
+}
+
+// One list per token, cycling through: every row ascending, empty, a random third ascending,
+// every row descending.
+std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::vector<int32_t>> lists(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const int kind = static_cast<int>(t % 4);
+        for (int32_t r = 0; r < rows; ++r)
+            if (kind == 0 || kind == 3 || (kind == 2 && rng() % 3 == 0)) lists[t].push_back(r);
+        if (kind == 3) std::reverse(lists[t].begin(), lists[t].end());
+    }
+    return lists;
+}
+
+// Runs op with the weight tensor built by make_w at every level on 1 and 2 threads, checking
+// each against `want` with the level's tolerance and the two thread counts bitwise.
+template <class Op, class MakeW>
+void check_against(const std::vector<float>& want, const std::vector<double>& scale, Op op,
+                   MakeW make_w) {
+    const std::vector<double> w64(want.begin(), want.end());
+    std::vector<int32_t> levels = fast_levels();
+    levels.insert(levels.begin(), PIB_CPU_KERNELS_SCALAR);
+    for (int32_t level : levels) {
+        CAPTURE(level);
+        const double rel = level == PIB_CPU_KERNELS_SCALAR ? scalar_rel : fast_rel;
+        std::vector<float> got[2];
+        for (int threads : {1, 2}) {
+            cpu_device d(threads, 0, level);
+            got[threads - 1] = op(d, make_w(d));
+            check_close(got[threads - 1], w64, scale, rel, abs_tol);
+        }
+        CHECK(bitwise_equal(got[0], got[1]));
+    }
+}
+
+// scale[t][r] = sum_c |w[r][c] * x[t][c]|.
+std::vector<double> product_scale(const std::vector<float>& w, const std::vector<float>& x,
+                                  int64_t cols, int64_t rows, int64_t n_tok) {
+    std::vector<double> s(static_cast<size_t>(rows * n_tok), 0.0);
+    for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+                s[t * rows + r] +=
+                    std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
+    return s;
+}
+
+struct mat_shape {
+    int64_t cols, rows, n_tok;
+};
+
+const mat_shape shapes[] = {{32, 29, 1}, {64, 7, 3}, {96, 33, 7}, {256, 301, 1}, {160, 65, 3}};
+
+} // namespace
+
+TEST_CASE("mul_mat on Q4_0 and Q8_0 weights matches the F32 kernel on the dequantized weights") {
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        for (const mat_shape& s : shapes) {
+            CAPTURE(type);
+            CAPTURE(s.cols);
+            CAPTURE(s.rows);
+            CAPTURE(s.n_tok);
+            const quantized q = quantize(type, s.cols, s.rows, 1);
+            const auto x = random_floats(static_cast<size_t>(s.cols * s.n_tok), 2);
+            auto op = [&](cpu_device& d, const pib_tensor& w) {
+                const pib_tensor tx = d.f32(s.cols, s.n_tok, x, 3);
+                const pib_tensor ty = d.zeros_f32(s.rows, s.n_tok, 5);
+                REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &ty) == PIB_OK);
+                return d.read_f32(ty);
+            };
+            cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
+            const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
+            check_against(
+                want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
+                [&](cpu_device& d) { return d.raw(type, s.cols, s.rows, q.blocks.data(), 2); });
+        }
+    }
+}
+
+TEST_CASE("mul_mat_sparse on Q4_0 and Q8_0 weights matches the F32 kernel, empty and full lists") {
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        for (const mat_shape& s : shapes) {
+            CAPTURE(type);
+            CAPTURE(s.rows);
+            CAPTURE(s.n_tok);
+            const quantized q = quantize(type, s.cols, s.rows, 3);
+            const auto x = random_floats(static_cast<size_t>(s.cols * s.n_tok), 4);
+            const auto lists = make_lists(s.rows, s.n_tok, 5);
+            auto op = [&](cpu_device& d, const pib_tensor& w) {
+                const pib_tensor tx = d.f32(s.cols, s.n_tok, x);
+                const auto l = upload_lists(d, lists, s.rows + 1);
+                const auto init = random_floats(static_cast<size_t>(s.rows * s.n_tok), 6);
+                const pib_tensor ty = d.f32(s.rows, s.n_tok, init); // unlisted rows become 0
+                REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &ty) == PIB_OK);
+                return d.read_f32(ty);
+            };
+            cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
+            const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
+            check_against(
+                want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
+                [&](cpu_device& d) { return d.raw(type, s.cols, s.rows, q.blocks.data()); });
+        }
+    }
+}
+
+TEST_CASE("axpy_sparse over Q4_0 and Q8_0 rows matches the F32 kernel, skipping zero activations") {
+    // wt [cols][rows]: list entries index its rows, y gets `cols` columns per token.
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        for (const mat_shape& s : shapes) {
+            CAPTURE(type);
+            CAPTURE(s.cols);
+            CAPTURE(s.rows);
+            CAPTURE(s.n_tok);
+            const quantized q = quantize(type, s.cols, s.rows, 7);
+            auto a = random_floats(static_cast<size_t>(s.rows * s.n_tok), 8);
+            for (size_t i = 0; i < a.size(); i += 5)
+                a[i] = 0.0f;
+            const auto lists = make_lists(s.rows, s.n_tok, 9);
+            const auto y0 = random_floats(static_cast<size_t>(s.cols * s.n_tok), 10);
+            auto op = [&](cpu_device& d, const pib_tensor& wt) {
+                const pib_tensor ta = d.f32(s.rows, s.n_tok, a);
+                const auto l = upload_lists(d, lists, s.rows);
+                const pib_tensor ty = d.f32(s.cols, s.n_tok, y0, 7);
+                REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &ty) == PIB_OK);
+                return d.read_f32(ty);
+            };
+            // scale[t][j] = |y0| + sum over listed rows of |a * w|.
+            std::vector<double> scale(y0.begin(), y0.end());
+            for (int64_t t = 0; t < s.n_tok; ++t) {
+                for (int64_t j = 0; j < s.cols; ++j)
+                    scale[t * s.cols + j] = std::fabs(scale[t * s.cols + j]);
+                for (int32_t r : lists[t])
+                    for (int64_t j = 0; j < s.cols; ++j)
+                        scale[t * s.cols + j] += std::fabs(static_cast<double>(a[t * s.rows + r]) *
+                                                           q.values[r * s.cols + j]);
+            }
+            cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
+            const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
+            check_against(want, scale, op, [&](cpu_device& d) {
+                return d.raw(type, s.cols, s.rows, q.blocks.data(), 1);
+            });
+        }
+    }
+}
+
+TEST_CASE("get_rows dequantizes Q4_0 and Q8_0 table rows exactly as traits_of().to_float") {
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        for (int64_t cols : {32, 96, 4160}) {
+            CAPTURE(type);
+            CAPTURE(cols);
+            const int64_t rows = 11;
+            const quantized q = quantize(type, cols, rows, 11);
+            const std::vector<int32_t> ids = {10, 0, 3, 3, 7};
+            std::vector<float> want;
+            for (int32_t id : ids)
+                want.insert(want.end(), q.values.begin() + id * cols,
+                            q.values.begin() + (id + 1) * cols);
+            std::vector<int32_t> levels = fast_levels();
+            levels.insert(levels.begin(), PIB_CPU_KERNELS_SCALAR);
+            for (int32_t level : levels)
+                for (int threads : {1, 2}) {
+                    CAPTURE(level);
+                    CAPTURE(threads);
+                    cpu_device d(threads, 0, level);
+                    const pib_tensor table = d.raw(type, cols, rows, q.blocks.data(), 3);
+                    const pib_tensor tids = d.i32(5, 1, ids);
+                    const pib_tensor out = d.zeros_f32(cols, 5, 2);
+                    REQUIRE(d.vt().get_rows(d.ctx(), &table, &tids, &out) == PIB_OK);
+                    CHECK(bitwise_equal(d.read_f32(out), want));
+                }
+        }
+    }
+}
+
+TEST_CASE("a token gets the same bits from the quantized kernels decoded alone or in a batch") {
+    const int64_t cols = 96, rows = 37, n_tok = 5;
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        const quantized q = quantize(type, cols, rows, 12);
+        const quantized qt = quantize(type, cols, rows, 13);
+        const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
+        const auto a = random_floats(static_cast<size_t>(rows * n_tok), 15);
+        const auto lists = make_lists(rows, n_tok, 16);
+        // Results of token t run in a batch of `n` tokens starting at `first`.
+        auto run = [&](cpu_device& d, int64_t first, int64_t n) {
+            const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
+            const pib_tensor wt = d.raw(type, cols, rows, qt.blocks.data());
+            const std::span<const float> xs(x.data() + first * cols, static_cast<size_t>(n * cols));
+            const std::span<const float> as(a.data() + first * rows, static_cast<size_t>(n * rows));
+            const pib_tensor tx = d.f32(cols, n, xs);
+            const pib_tensor ta = d.f32(rows, n, as);
+            const auto l = upload_lists(
+                d,
+                std::vector<std::vector<int32_t>>(lists.begin() + first, lists.begin() + first + n),
+                rows);
+            const pib_tensor dense = d.zeros_f32(rows, n);
+            const pib_tensor sparse = d.zeros_f32(rows, n);
+            const pib_tensor acc = d.zeros_f32(cols, n);
+            REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
+            REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) == PIB_OK);
+            REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) == PIB_OK);
+            auto out = d.read_f32(dense);
+            for (const pib_tensor* t : {&sparse, &acc}) {
+                const auto v = d.read_f32(*t);
+                out.insert(out.end(), v.begin(), v.end());
+            }
+            return out;
+        };
+        for (int32_t level : fast_levels()) {
+            CAPTURE(type);
+            CAPTURE(level);
+            cpu_device d(2, 0, level);
+            const auto batch = run(d, 0, n_tok);
+            for (int64_t t = 0; t < n_tok; ++t) {
+                CAPTURE(t);
+                const auto alone = run(d, t, 1);
+                std::vector<float> from_batch;
+                const int64_t lens[] = {rows, rows, cols};
+                int64_t base = 0;
+                for (int64_t len : lens) {
+                    from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
+                                      batch.begin() + base + (t + 1) * len);
+                    base += len * n_tok;
+                }
+                CHECK(bitwise_equal(alone, from_batch));
+            }
+        }
+    }
+}
