@@ -8,6 +8,7 @@
 #include "engine/context.hpp"
 #include "engine/generate.hpp"
 #include "model/model.hpp"
+#include "model/quantize_model.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -351,4 +352,24 @@ TEST_CASE("decode statistics count the bytes a sparse token reads, fewer than a 
         CHECK(c->stats().decode_bytes > 0);
     }
     CHECK(cs.stats().decode_bytes < cd.stats().decode_bytes);
+}
+
+TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the F32 logits") {
+    if (!have_vocab()) return;
+    const std::string f32 = model_file("sparse.gguf", true);
+    const auto reference = last_logits(*model::load(f32, load_options{}));
+    const float scale = max_abs(reference);
+    for (auto [type, tolerance] : {std::pair{ggml_type::q8_0, 0.05f}, std::pair{ggml_type::q4_0, 0.5f}}) {
+        CAPTURE(static_cast<int>(type));
+        quantize_options q;
+        q.type = type;
+        const std::string out = f32 + (type == ggml_type::q8_0 ? ".q8_0" : ".q4_0");
+        if (type == ggml_type::q8_0) q.keep_predictor = true; // the default rule makes it Q5_0
+        quantize_model(f32, out, q);
+        const auto m = model::load(out, load_options{});
+        CHECK(m->ffn_type() == type);
+        const auto l = last_logits(*m);
+        CHECK(max_abs_diff(l, reference) <= tolerance * scale);
+        CHECK(max_abs_diff(l, reference) > 0.0f);
+    }
 }

@@ -135,16 +135,16 @@ TEST_CASE("a tensor of the wrong shape is a format error naming it") {
     expect_load_error(path, status::format, "blk.0.attn_q.weight");
 }
 
-TEST_CASE("a quantized weight is reported unsupported with its tensor and type") {
+TEST_CASE("a weight type without kernels is reported unsupported with its tensor and type") {
     if (!have_vocab()) return;
     const std::string path = edited("quant.gguf", true, [](test::model_edit& e) {
         auto* t = find_tensor(e, "blk.0.ffn_gate.weight");
         const size_t blocks = static_cast<size_t>(t->dims[0] * t->dims[1] / 32);
-        t->type = ggml_type::q4_0;
-        t->data.assign(blocks * 18, 0);
+        t->type = ggml_type::q5_1;
+        t->data.assign(blocks * 24, 0);
     });
     expect_load_error(path, status::unsupported, "blk.0.ffn_gate.weight");
-    expect_load_error(path, status::unsupported, "Q4_0");
+    expect_load_error(path, status::unsupported, "Q5_1");
 }
 
 TEST_CASE("a vocabulary whose size differs from the embedding rows is rejected") {
