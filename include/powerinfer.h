@@ -250,6 +250,8 @@ typedef struct pi_context_stats {
 
 PI_API pi_status pi_context_stats_get(const pi_context *ctx, pi_context_stats *stats);
 PI_API void pi_context_stats_reset(pi_context *ctx);
+/* Fraction of one layer's FFN neurons computed, averaged over the tokens counted in the stats. */
+PI_API pi_status pi_context_layer_active_fraction(const pi_context *ctx, int32_t layer, double *fraction);
 
 /* Predictor quality of one layer, counted over every token since the context was created or
  * its statistics were reset. Needs audit_predictor = 1 in the context params; a neuron is truly

@@ -101,6 +101,21 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
     });
 }
 
+pi_status pi_context_layer_active_fraction(const pi_context* ctx, int32_t layer, double* fraction) {
+    return guard([&] {
+        require(ctx, "ctx");
+        require(fraction, "fraction");
+        const auto& per_layer = ctx->impl->layer_active_neurons();
+        if (layer < 0 || static_cast<size_t>(layer) >= per_layer.size())
+            fail(status::invalid_argument, "layer ", layer, " is outside [0, ", per_layer.size(), ")");
+        const run_stats& s = ctx->impl->stats();
+        const uint64_t slots = (s.n_prompt_tokens + s.n_decode_tokens) *
+                               static_cast<uint64_t>(ctx->impl->get_model().hp().n_ff);
+        *fraction = slots == 0 ? 0.0 : static_cast<double>(per_layer[static_cast<size_t>(layer)]) / static_cast<double>(slots);
+        return PI_OK;
+    });
+}
+
 pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predictor_audit* audit) {
     return guard([&] {
         require(ctx, "ctx");

@@ -143,6 +143,7 @@ context::context(const model& m, const context_options& options) : model_(m), op
         dev_->upload(arena_, a.all_count.offset, counts.data(), counts.size() * sizeof(int32_t));
     }
 
+    layer_active_.assign(static_cast<size_t>(h.n_layer), 0);
     kv_pos_host_.assign(static_cast<size_t>(options_.n_ctx), -1);
     dev_->upload(arena_, a.kv_pos.offset, kv_pos_host_.data(), kv_pos_host_.size() * sizeof(int32_t));
     pos_host_.resize(static_cast<size_t>(B));
@@ -193,6 +194,7 @@ void context::count_layer(size_t il, int32_t n) {
 
 void context::reset_stats() noexcept {
     stats_ = {};
+    std::fill(layer_active_.begin(), layer_active_.end(), 0);
     std::fill(audits_.begin(), audits_.end(), predictor_audit{});
 }
 
@@ -540,6 +542,7 @@ void context::ffn_block(size_t il, int32_t n) {
             dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
         }
         stats_.ffn_active_neurons += active;
+        layer_active_[il] += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
         if (n == 1)
             stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
@@ -561,6 +564,7 @@ void context::ffn_block(size_t il, int32_t n) {
         dv.run("FFN residual", &pib_vtable::add, &x, &tmp, &x);
     }
     stats_.ffn_active_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
+    layer_active_[il] += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
     stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
     if (n == 1)
         stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.up) + bytes_of(w.gate) +

@@ -66,6 +66,8 @@ public:
     void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
     void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
     const run_stats& stats() const noexcept { return stats_; }
+    // Per layer: FFN neurons computed, summed over the tokens counted in stats().
+    const std::vector<uint64_t>& layer_active_neurons() const noexcept { return layer_active_; }
     const std::vector<predictor_audit>& audits() const noexcept { return audits_; }
     // Per layer, per neuron: tokens for which the predictor selected the neuron.
     const std::vector<std::vector<float>>& activation_counts() const noexcept { return activation_counts_; }
@@ -104,6 +106,7 @@ private:
     int32_t n_kv_ = 0; // cache rows the attention of the current batch spans
     std::atomic<bool> cancel_{false};
     run_stats stats_;
+    std::vector<uint64_t> layer_active_;
     std::vector<predictor_audit> audits_; // per layer, when auditing
     std::vector<float> audit_act_host_;   // [n_batch][n_ff] true activations
     std::vector<int32_t> audit_idx_host_; // [n_batch][n_ff] predicted lists

@@ -190,6 +190,11 @@ TEST_CASE("decode validates its batch and exposes logits") {
     CHECK(std::string(pi_last_error()).find("-5") != std::string::npos);
     pi_batch empty = {0, toks, nullptr, nullptr};
     CHECK(pi_decode(l.ctx, &empty) == PI_ERR_INVALID_ARGUMENT);
+    double fraction = -1;
+    REQUIRE(pi_context_layer_active_fraction(l.ctx, 1, &fraction) == PI_OK);
+    CHECK(fraction > 0.0);
+    CHECK(fraction < 0.3);
+    CHECK(pi_context_layer_active_fraction(l.ctx, 2, &fraction) == PI_ERR_INVALID_ARGUMENT);
     CHECK(pi_kv_truncate(l.ctx, 0) == PI_OK);
     CHECK(pi_context_n_past(l.ctx) == 0);
 }
