@@ -1,27 +1,11 @@
 #include "cpu_tensor.hpp"
 
 #include "cpu_context.hpp"
+#include "backend/tensor_extent.h"
 
 #include <cstdint>
-#include <limits>
 
 namespace pi::cpu {
-
-namespace {
-
-bool mul_fits(std::size_t a, std::size_t b, std::size_t& out) {
-    if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) return false;
-    out = a * b;
-    return true;
-}
-
-bool add_fits(std::size_t a, std::size_t b, std::size_t& out) {
-    if (b > std::numeric_limits<std::size_t>::max() - a) return false;
-    out = a + b;
-    return true;
-}
-
-} // namespace
 
 int make_view(const pib_tensor* t, view& v) noexcept {
     if (t == nullptr || t->buffer == nullptr) return PIB_ERR_INVALID_ARGUMENT;
@@ -30,19 +14,9 @@ int make_view(const pib_tensor* t, view& v) noexcept {
     if (t->ne0 % tt.block_size != 0) return PIB_ERR_INVALID_ARGUMENT;
 
     std::size_t row = 0;
-    if (!mul_fits(static_cast<std::size_t>(t->ne0 / tt.block_size), tt.type_size, row))
+    if (!pib_mul_fits(static_cast<std::size_t>(t->ne0 / tt.block_size), tt.type_size, &row) ||
+        !pib_view_fits(t, row, t->buffer->size))
         return PIB_ERR_INVALID_ARGUMENT;
-    if (t->ne1 > 1 && t->nb1 < row) return PIB_ERR_INVALID_ARGUMENT;
-
-    // Extent of the view: offset + (ne1 - 1) * nb1 + row, all overflow-checked.
-    std::size_t end = t->offset;
-    if (t->ne1 > 0) {
-        std::size_t span = 0;
-        if (!mul_fits(static_cast<std::size_t>(t->ne1 - 1), t->nb1, span) ||
-            !add_fits(end, span, end) || !add_fits(end, row, end))
-            return PIB_ERR_INVALID_ARGUMENT;
-    }
-    if (end > t->buffer->size) return PIB_ERR_INVALID_ARGUMENT;
 
     // Kernels read elements through typed pointers, so every row must be aligned for its
     // element (blocks of quantized types start with an F16 scale).

@@ -2,9 +2,9 @@
 // and the door from the C function pointers to the kernels.
 #include "gpu_backend.hpp"
 #include "gpu_kernels.hpp"
+#include "backend/tensor_extent.h"
 
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <new>
 
@@ -17,18 +17,6 @@ constexpr std::size_t scratch_bytes = std::size_t{4} << 20;
 
 // Asked for its attributes at creation: fails when the module has no code this GPU can run.
 __global__ void probe_kernel() {}
-
-bool mul_fits(std::size_t a, std::size_t b, std::size_t& out) {
-    if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) return false;
-    out = a * b;
-    return true;
-}
-
-bool add_fits(std::size_t a, std::size_t b, std::size_t& out) {
-    if (b > std::numeric_limits<std::size_t>::max() - a) return false;
-    out = a + b;
-    return true;
-}
 
 // The status of f(context&), with the context's device made current first.
 template <class F> int guarded(void* ctx, F&& f) noexcept {
@@ -224,16 +212,9 @@ int make_view(const pib_tensor* t, view& v) {
     const std::size_t elem = element_size(t->type);
     if (elem == 0) return PIB_ERR_UNSUPPORTED;
     std::size_t row = 0;
-    if (!mul_fits(static_cast<std::size_t>(t->ne0), elem, row)) return PIB_ERR_INVALID_ARGUMENT;
-    if (t->ne1 > 1 && t->nb1 < row) return PIB_ERR_INVALID_ARGUMENT;
-    std::size_t end = t->offset;
-    if (t->ne1 > 0) {
-        std::size_t span = 0;
-        if (!mul_fits(static_cast<std::size_t>(t->ne1 - 1), t->nb1, span) ||
-            !add_fits(end, span, end) || !add_fits(end, row, end))
-            return PIB_ERR_INVALID_ARGUMENT;
-    }
-    if (end > t->buffer->size) return PIB_ERR_INVALID_ARGUMENT;
+    if (!pib_mul_fits(static_cast<std::size_t>(t->ne0), elem, &row) ||
+        !pib_view_fits(t, row, t->buffer->size))
+        return PIB_ERR_INVALID_ARGUMENT;
     v = view{t->buffer->data + t->offset, t->ne0, t->ne1, t->nb1, t->type};
     if (!v.rows_aligned(elem)) return PIB_ERR_INVALID_ARGUMENT;
     return PIB_OK;
