@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "options.hpp"
 
 #include <charconv>
@@ -28,6 +29,8 @@ void print_usage() {
         "  -c, --ctx-size N     KV cache positions (default n-prompt + n-gen + 16)\n"
         "      --json           print one JSON document instead of the markdown report\n"
         "      --no-bandwidth   skip the memory read-bandwidth probe\n"
+        "      --vram-budget GiB  memory for hot FFN neurons on the offload device\n"
+        "      --offload-device D auto, cuda, hip, cpu (a second CPU instance) or none\n"
         "  -h, --help           this text\n",
         stdout);
 }
@@ -99,7 +102,8 @@ std::optional<options> parse_options(int argc, char** argv, std::string& error, 
         const bool takes_value = a == "-m" || a == "--model" || a == "-p" || a == "--n-prompt" ||
                                  a == "-n" || a == "--n-gen" || a == "-r" || a == "--repetitions" ||
                                  a == "-t" || a == "--threads" || a == "--warmup" ||
-                                 a == "--modes" || a == "-c" || a == "--ctx-size";
+                                 a == "--modes" || a == "-c" || a == "--ctx-size" ||
+                                 a == "--vram-budget" || a == "--offload-device";
         if (!takes_value) {
             error = "unknown argument '" + std::string(a) + "' (see --help)";
             return std::nullopt;
@@ -128,6 +132,15 @@ std::optional<options> parse_options(int argc, char** argv, std::string& error, 
             ok = parse_int(a, v, 0, o.warmup, error);
         else if (a == "--modes")
             ok = parse_modes(v, o.modes, error);
+        else if (a == "--offload-device")
+            o.offload_device = v;
+        else if (a == "--vram-budget") {
+            const std::string text(v);
+            char* end = nullptr;
+            o.vram_budget_gib = std::strtod(text.c_str(), &end);
+            ok = !text.empty() && *end == '\0' && o.vram_budget_gib >= 0 && o.vram_budget_gib < 1e6;
+            if (!ok) error = "--vram-budget: expects a number of GiB >= 0";
+        }
         else
             ok = parse_int(a, v, 1, o.n_ctx, error);
         if (!ok) return std::nullopt;

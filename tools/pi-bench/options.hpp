@@ -21,6 +21,8 @@ struct options {
     std::vector<mode> modes{mode::sparse, mode::dense};
     bool json = false;
     bool bandwidth = true;
+    double vram_budget_gib = -1;   // < 0: not given (the library's default: no offload without a GPU)
+    std::string offload_device;    // empty: the library's default ("auto")
 };
 
 // Extra KV cache positions beyond the longest test, as llama-bench leaves a little headroom.

@@ -116,6 +116,8 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
 
     pi_model_params mp = pi_model_default_params();
     mp.dense = m == mode::dense ? 1 : 0;
+    if (o.vram_budget_gib >= 0) mp.vram_budget = o.vram_budget_gib * 1073741824.0;
+    if (!o.offload_device.empty()) mp.offload_device = o.offload_device.c_str();
     pi_model* raw_model = nullptr;
     const pi_status load = pi_model_load(path.c_str(), &mp, &raw_model);
     model_ptr model(raw_model, pi_model_free);
