@@ -113,6 +113,11 @@ struct simd_kernels {
     // order, skipping zero coefficients; each element gets one FMA by a * d per row.
     void (*axpy_rows_q)(const quant_weights& wt, const int32_t* rows, int64_t n, const float* a,
                         float* y, int64_t b0, int64_t b1);
+    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok); x holds the
+    // n_tok activation rows quantized to Q8_0, w.blocks blocks each, back to back. Every output
+    // gets exactly mul_rows_q's sequence of operations.
+    void (*mul_mat_q)(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
+                      int64_t n_tok, f32_rows_out y);
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.

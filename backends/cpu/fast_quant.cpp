@@ -15,6 +15,8 @@ namespace {
 
 // Bytes of weights one task streams at least (as fast_matmul.cpp's decode tasks).
 constexpr int64_t task_bytes = 64 << 10;
+// Bytes of weight rows a prompt-batch task keeps in the L2 cache while all tokens pass.
+constexpr int64_t batch_task_bytes = 256 << 10;
 
 quant_weights quant_weights_of(const view& w) {
     return quant_weights{w.base, w.nb1, w.ne0 / qk8_0, w.is(ggml_type::q8_0)};
@@ -45,11 +47,18 @@ int fast_mul_mat_q(context& c, const view& w, const view& x, const view& y) {
     const quant_weights qw = quant_weights_of(w);
     const block_q8_0* xq = quantized_activations(c, x);
     const int64_t rows = w.ne1;
-    const int64_t chunk = chunk_size(c, rows, rows_for(w, task_bytes), rows, 8);
-    // Each task keeps its rows in cache while every token passes over them.
+    if (x.ne1 == 1) {
+        const int64_t chunk = chunk_size(c, rows, rows_for(w, task_bytes), rows, 8);
+        parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
+            k.mul_rows_q(qw, nullptr, r0, r1 - r0, xq, y.row<float>(0));
+        });
+        return PIB_OK;
+    }
+    // A prompt batch: each task keeps its rows in the L2 cache while register tiles of tokens
+    // pass over them, each weight block unpacked once per tile instead of once per token.
+    const int64_t chunk = chunk_size(c, rows, 8, rows_for(w, batch_task_bytes), 8);
     parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
-        for (int64_t t = 0; t < x.ne1; ++t)
-            k.mul_rows_q(qw, nullptr, r0, r1 - r0, xq + t * qw.blocks, y.row<float>(t));
+        k.mul_mat_q(qw, r0, r1, xq, x.ne1, f32_rows_out{y.row<float>(0), y.nb1});
     });
     return PIB_OK;
 }

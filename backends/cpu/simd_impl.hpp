@@ -549,6 +549,7 @@ template <class V> struct impl {
             .glu = glu,
             .mul_rows_q = quant_impl<V>::mul_rows_q,
             .axpy_rows_q = quant_impl<V>::axpy_rows_q,
+            .mul_mat_q = quant_impl<V>::mul_mat_q,
         };
     }
 };

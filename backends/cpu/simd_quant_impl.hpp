@@ -97,6 +97,133 @@ template <class V> struct quant_impl {
             *out[r] = hsum(acc[r]);
     }
 
+    // A block's codes as block_dot_unpacked wants them: Q4_0 as the unsigned nibbles, Q8_0 as is.
+    static __m256i unpacked(const block_q4_0& b) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                                _mm256_set1_epi8(0x0f));
+    }
+    static __m256i unpacked(const block_q8_0& b) {
+        return codes(b);
+    }
+
+    // block_int(b, x, x8) from u = unpacked(b), the same operations, so the same int32 lanes.
+    template <class B> static __m256i block_dot_unpacked(__m256i u, __m256i x, __m256i x8) {
+        if constexpr (sizeof(B) == sizeof(block_q4_0)) {
+            const __m256i prod = _mm256_maddubs_epi16(u, x);
+            return _mm256_sub_epi32(_mm256_madd_epi16(prod, _mm256_set1_epi16(1)), x8);
+        } else {
+            return block_dot(u, x);
+        }
+    }
+
+    // Tokens of a prompt-batch register tile: AVX-512 files have 32 vector registers for the
+    // R x T accumulators, AVX2 files 16.
+    static constexpr int token_tile = sizeof(typename V::vec) == 64 ? 4 : 2;
+
+    // *out[r * T + t] = w[r] . x[t] for R rows and T tokens. Each block of a row is unpacked once
+    // for all T tokens and each token block once for all R rows; every output still gets
+    // dot_rows' exact sequence: per block the same int32 lanes, scaled by half(d_w) * half(d_x),
+    // one FMA into its own accumulator, one hsum at the end.
+    template <class B, int R, int T>
+    static void dot_tile(const B* const* w, int64_t blocks, const block_q8_0* const* x,
+                         float* const* out) {
+        __m256 acc[R][T];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t)
+                acc[r][t] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < blocks; ++b) {
+            __m256i xq[T], x8[T];
+            float dx[T];
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) {
+                xq[t] = codes(x[t][b]);
+                x8[t] = times8(xq[t]);
+                dx[t] = half(x[t][b].d);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m256i u = unpacked(w[r][b]);
+                const float dw = half(w[r][b].d);
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t) {
+                    const __m256 d = _mm256_set1_ps(dw * dx[t]);
+                    const __m256i s = block_dot_unpacked<B>(u, xq[t], x8[t]);
+                    acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t)
+                *out[r * T + t] = hsum(acc[r][t]);
+    }
+
+    // Rows [r0, r1) against the T tokens x[0 .. T) into the T output rows y[0 .. T).
+    template <class B, int T>
+    static void tile_rows(const quant_weights& w, int64_t r0, int64_t r1,
+                          const block_q8_0* const* x, float* const* y) {
+        int64_t r = r0;
+        for (; r + tile <= r1; r += tile) {
+            const B* wr[tile];
+            float* out[tile * T];
+#pragma GCC unroll 4
+            for (int i = 0; i < tile; ++i) {
+                wr[i] = row<B>(w, r + i);
+#pragma GCC unroll 4
+                for (int t = 0; t < T; ++t)
+                    out[i * T + t] = y[t] + r + i;
+            }
+            dot_tile<B, tile, T>(wr, w.blocks, x, out);
+        }
+        for (; r < r1; ++r) {
+            const B* wr = row<B>(w, r);
+            float* out[T];
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t)
+                out[t] = y[t] + r;
+            dot_tile<B, 1, T>(&wr, w.blocks, x, out);
+        }
+    }
+
+    // Rows stay in the cache while token tiles pass over them; x holds n_tok activation rows of
+    // w.blocks blocks back to back.
+    template <class B>
+    static void mul_mat_t(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
+                          int64_t n_tok, f32_rows_out y) {
+        auto out_row = [&](int64_t t) {
+            return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(y.data) +
+                                            static_cast<std::size_t>(t) * y.stride);
+        };
+        int64_t t = 0;
+        for (; t + token_tile <= n_tok; t += token_tile) {
+            const block_q8_0* xs[token_tile];
+            float* ys[token_tile];
+#pragma GCC unroll 4
+            for (int i = 0; i < token_tile; ++i) {
+                xs[i] = x + (t + i) * w.blocks;
+                ys[i] = out_row(t + i);
+            }
+            tile_rows<B, token_tile>(w, r0, r1, xs, ys);
+        }
+        for (; t < n_tok; ++t) {
+            const block_q8_0* xs = x + t * w.blocks;
+            float* ys = out_row(t);
+            tile_rows<B, 1>(w, r0, r1, &xs, &ys);
+        }
+    }
+
+    static void mul_mat_q(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
+                          int64_t n_tok, f32_rows_out y) {
+        if (w.q8)
+            mul_mat_t<block_q8_0>(w, r0, r1, x, n_tok, y);
+        else
+            mul_mat_t<block_q4_0>(w, r0, r1, x, n_tok, y);
+    }
+
     template <class B>
     static void mul_rows_t(const quant_weights& w, const int32_t* rows, int64_t first, int64_t n,
                            const block_q8_0* x, float* y) {

@@ -1,9 +1,9 @@
 #pragma once
 // Row access to the weights of the reference matrix kernels and get_rows, one interface for F32,
-// F16, Q4_0 and Q8_0. Quantized blocks are dequantized with lib/quant's converters into stack
-// buffers, so every sum sees exactly the floats that a dequantized F32 copy of the weights holds,
-// in the same order: a quantized weight gives the same result as the F32 kernel on its
-// dequantized copy.
+// F16, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0. Quantized blocks are dequantized with lib/quant's
+// converters into stack buffers, so every sum sees exactly the floats that a dequantized F32 copy
+// of the weights holds, in the same order: a quantized weight gives the same result as the F32
+// kernel on its dequantized copy.
 #include "cpu_tensor.hpp"
 
 #include <algorithm>
@@ -15,9 +15,17 @@ namespace pi::cpu {
 // Elements per block of the quantized types below.
 inline constexpr int64_t quant_block = 32;
 
-inline bool is_block_quant(uint32_t type) {
+// Types with integer-dot fast kernels (fast_quant.cpp).
+inline bool has_fast_quant(uint32_t type) {
     return type == static_cast<uint32_t>(ggml_type::q4_0) ||
            type == static_cast<uint32_t>(ggml_type::q8_0);
+}
+
+// Types the fast kernels handle at all. The other quantized weights (Q4_1, Q5_0, Q5_1) run the
+// reference code at every kernel level: correct, but slower than Q4_0 and Q8_0.
+inline bool has_fast_kernels(uint32_t type) {
+    return type == static_cast<uint32_t>(ggml_type::f32) ||
+           type == static_cast<uint32_t>(ggml_type::f16) || has_fast_quant(type);
 }
 
 // Rows of an F32 (W = float) or F16 (W = uint16_t) matrix.
@@ -43,7 +51,7 @@ template <class W> class float_rows {
     const view& w_;
 };
 
-// Rows of a Q4_0 or Q8_0 matrix.
+// Rows of a matrix of 32-element quantized blocks: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0.
 class quant_rows {
   public:
     explicit quant_rows(const view& w)
@@ -90,8 +98,8 @@ class quant_rows {
     std::size_t block_bytes_;
 };
 
-// Calls f with the row accessor for w's type: F32, F16, Q4_0 or Q8_0; PIB_ERR_UNSUPPORTED for
-// every other type.
+// Calls f with the row accessor for w's type: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0;
+// PIB_ERR_UNSUPPORTED for every other type.
 template <class F> int with_weight_rows(const view& w, F&& f) {
     switch (static_cast<ggml_type>(w.type)) {
     case ggml_type::f32:
@@ -99,6 +107,9 @@ template <class F> int with_weight_rows(const view& w, F&& f) {
     case ggml_type::f16:
         return f(float_rows<uint16_t>(w));
     case ggml_type::q4_0:
+    case ggml_type::q4_1:
+    case ggml_type::q5_0:
+    case ggml_type::q5_1:
     case ggml_type::q8_0:
         return f(quant_rows(w));
     default:

@@ -19,7 +19,10 @@ inline constexpr uint32_t F32 = 0;
 inline constexpr uint32_t F16 = 1;
 inline constexpr uint32_t Q4_0 = 2;
 inline constexpr uint32_t Q4_1 = 3;
+inline constexpr uint32_t Q5_0 = 6;
+inline constexpr uint32_t Q5_1 = 7;
 inline constexpr uint32_t Q8_0 = 8;
+inline constexpr uint32_t Q2_K = 10; // 256-element blocks of 84 bytes; no kernel reads it
 inline constexpr uint32_t I32 = 18;
 
 // Every test tensor starts this far into its buffer, so a kernel that ignores offsets fails.

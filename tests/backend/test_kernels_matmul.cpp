@@ -295,9 +295,9 @@ TEST_CASE("matrix kernels reject bad arguments with INVALID_ARGUMENT and other w
         CHECK(vt.mul_mat(d.ctx(), &unknown, &x, &y) == PIB_ERR_INVALID_ARGUMENT);
         const pib_tensor xh = d.f16(8, 2, random_floats(16, 4));
         CHECK(vt.mul_mat(d.ctx(), &w, &xh, &y) == PIB_ERR_INVALID_ARGUMENT);
-        const std::vector<unsigned char> blocks(20 * 5, 0);
-        const pib_tensor q = d.raw(Q4_1, 32, 5, blocks.data()); // only Q4_0 and Q8_0 are read
-        const pib_tensor x32 = d.f32(32, 2, random_floats(64, 5));
+        const std::vector<unsigned char> blocks(84 * 5, 0);
+        const pib_tensor q = d.raw(Q2_K, 256, 5, blocks.data()); // K-quants are not read
+        const pib_tensor x32 = d.f32(256, 2, random_floats(512, 5));
         CHECK(vt.mul_mat(d.ctx(), &q, &x32, &y) == PIB_ERR_UNSUPPORTED);
         const auto l = upload_lists(d, {{0}, {1}}, 1);
         CHECK(vt.mul_mat_sparse(d.ctx(), &q, &x32, &l.idx, &l.count, &y) == PIB_ERR_UNSUPPORTED);

@@ -1,12 +1,14 @@
-// mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0 and Q8_0 weights, at every kernel
-// level this machine runs, against a "dequantize, then F32" oracle: the weights dequantized with
-// traits_of(type).to_float into an F32 tensor and the SCALAR kernel run on that.
+// mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights,
+// at every kernel level this machine runs, against a "dequantize, then F32" oracle: the weights
+// dequantized with traits_of(type).to_float into an F32 tensor and the SCALAR kernel run on that.
 //
 // Tolerances, with scale = sum|w * x| over the dequantized weights:
 // - scalar kernels: |got - oracle| <= 1e-5 * scale + 1e-6 (they dequantize block by block and
 //   sum in the oracle's order, so in practice the bits agree; get_rows is checked bitwise);
 // - fast kernels: |got - oracle| <= 1e-2 * scale + 1e-6, room for quantizing the activations to
 //   Q8_0 blocks (a relative error of at most 1/254 per element) before integer dot products.
+//   Only Q4_0 and Q8_0 have fast kernels: Q4_1, Q5_0 and Q5_1 run the scalar code at every level
+//   and are held to the scalar tolerance there too.
 // Every level gives the same bits on 1 and 2 threads.
 #include "backend_test_util.hpp"
 
@@ -20,6 +22,12 @@ namespace {
 constexpr double scalar_rel = 1e-5;
 constexpr double fast_rel = 1e-2;
 constexpr double abs_tol = 1e-6;
+
+constexpr uint32_t all_types[] = {Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+
+bool has_fast_kernels(uint32_t type) {
+    return type == Q4_0 || type == Q8_0;
+}
 
 // A quantized matrix and its dequantized values, rows of `cols` elements.
 struct quantized {
@@ -72,14 +80,15 @@ std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32
 // Runs op with the weight tensor built by make_w at every level on 1 and 2 threads, checking
 // each against `want` with the level's tolerance and the two thread counts bitwise.
 template <class Op, class MakeW>
-void check_against(const std::vector<float>& want, const std::vector<double>& scale, Op op,
-                   MakeW make_w) {
+void check_against(uint32_t type, const std::vector<float>& want, const std::vector<double>& scale,
+                   Op op, MakeW make_w) {
     const std::vector<double> w64(want.begin(), want.end());
     std::vector<int32_t> levels = fast_levels();
     levels.insert(levels.begin(), PIB_CPU_KERNELS_SCALAR);
     for (int32_t level : levels) {
         CAPTURE(level);
-        const double rel = level == PIB_CPU_KERNELS_SCALAR ? scalar_rel : fast_rel;
+        const double rel =
+            level == PIB_CPU_KERNELS_SCALAR || !has_fast_kernels(type) ? scalar_rel : fast_rel;
         std::vector<float> got[2];
         for (int threads : {1, 2}) {
             cpu_device d(threads, 0, level);
@@ -106,12 +115,14 @@ struct mat_shape {
     int64_t cols, rows, n_tok;
 };
 
-const mat_shape shapes[] = {{32, 29, 1}, {64, 7, 3}, {96, 33, 7}, {256, 301, 1}, {160, 65, 3}};
+// Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens.
+const mat_shape shapes[] = {{32, 29, 1},   {64, 7, 3},   {96, 33, 7},
+                            {256, 301, 1}, {160, 65, 3}, {128, 67, 9}};
 
 } // namespace
 
-TEST_CASE("mul_mat on Q4_0 and Q8_0 weights matches the F32 kernel on the dequantized weights") {
-    for (uint32_t type : {Q4_0, Q8_0}) {
+TEST_CASE("mul_mat on quantized weights matches the F32 kernel on the dequantized weights") {
+    for (uint32_t type : all_types) {
         for (const mat_shape& s : shapes) {
             CAPTURE(type);
             CAPTURE(s.cols);
@@ -128,14 +139,14 @@ TEST_CASE("mul_mat on Q4_0 and Q8_0 weights matches the F32 kernel on the dequan
             cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
             const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
             check_against(
-                want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
+                type, want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
                 [&](cpu_device& d) { return d.raw(type, s.cols, s.rows, q.blocks.data(), 2); });
         }
     }
 }
 
-TEST_CASE("mul_mat_sparse on Q4_0 and Q8_0 weights matches the F32 kernel, empty and full lists") {
-    for (uint32_t type : {Q4_0, Q8_0}) {
+TEST_CASE("mul_mat_sparse on quantized weights matches the F32 kernel, empty and full lists") {
+    for (uint32_t type : all_types) {
         for (const mat_shape& s : shapes) {
             CAPTURE(type);
             CAPTURE(s.rows);
@@ -154,15 +165,15 @@ TEST_CASE("mul_mat_sparse on Q4_0 and Q8_0 weights matches the F32 kernel, empty
             cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
             const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
             check_against(
-                want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
+                type, want, product_scale(q.values, x, s.cols, s.rows, s.n_tok), op,
                 [&](cpu_device& d) { return d.raw(type, s.cols, s.rows, q.blocks.data()); });
         }
     }
 }
 
-TEST_CASE("axpy_sparse over Q4_0 and Q8_0 rows matches the F32 kernel, skipping zero activations") {
+TEST_CASE("axpy_sparse over quantized rows matches the F32 kernel, skipping zero activations") {
     // wt [cols][rows]: list entries index its rows, y gets `cols` columns per token.
-    for (uint32_t type : {Q4_0, Q8_0}) {
+    for (uint32_t type : all_types) {
         for (const mat_shape& s : shapes) {
             CAPTURE(type);
             CAPTURE(s.cols);
@@ -193,15 +204,15 @@ TEST_CASE("axpy_sparse over Q4_0 and Q8_0 rows matches the F32 kernel, skipping 
             }
             cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
             const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
-            check_against(want, scale, op, [&](cpu_device& d) {
+            check_against(type, want, scale, op, [&](cpu_device& d) {
                 return d.raw(type, s.cols, s.rows, q.blocks.data(), 1);
             });
         }
     }
 }
 
-TEST_CASE("get_rows dequantizes Q4_0 and Q8_0 table rows exactly as traits_of().to_float") {
-    for (uint32_t type : {Q4_0, Q8_0}) {
+TEST_CASE("get_rows dequantizes quantized table rows exactly as traits_of().to_float") {
+    for (uint32_t type : all_types) {
         for (int64_t cols : {32, 96, 4160}) {
             CAPTURE(type);
             CAPTURE(cols);
@@ -230,8 +241,8 @@ TEST_CASE("get_rows dequantizes Q4_0 and Q8_0 table rows exactly as traits_of().
 }
 
 TEST_CASE("a token gets the same bits from the quantized kernels decoded alone or in a batch") {
-    const int64_t cols = 96, rows = 37, n_tok = 5;
-    for (uint32_t type : {Q4_0, Q8_0}) {
+    const int64_t cols = 96, rows = 37, n_tok = 9;
+    for (uint32_t type : all_types) {
         const quantized q = quantize(type, cols, rows, 12);
         const quantized qt = quantize(type, cols, rows, 13);
         const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
