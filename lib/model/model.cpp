@@ -13,7 +13,16 @@ namespace pi {
 namespace {
 
 bool is_supported_weight_type(ggml_type t) {
-    return t == ggml_type::f32 || t == ggml_type::f16 || t == ggml_type::q4_0 || t == ggml_type::q8_0;
+    switch (t) {
+    case ggml_type::f32:
+    case ggml_type::f16:
+    case ggml_type::q4_0:
+    case ggml_type::q4_1:
+    case ggml_type::q5_0:
+    case ggml_type::q5_1:
+    case ggml_type::q8_0: return true;
+    default: return false;
+    }
 }
 
 // LLAMA_SPARSE_PRED_THRESHOLD overrides the file's threshold, as in PowerInfer (spec §3).
@@ -115,7 +124,7 @@ pib_tensor model::bind(const std::string& name, int64_t ne0, int64_t ne1) {
     if (!is_supported_weight_type(t->type)) {
         const char* type_name = traits_of(t->type).name;
         fail(status::unsupported, file_->path(), ": tensor '", name, "' has type ", type_name ? type_name : "?",
-             ", which this build cannot compute yet (supported: F32, F16, Q4_0, Q8_0)");
+             ", which this build cannot compute yet (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)");
     }
     n_params_ += static_cast<uint64_t>(t->n_elements());
     const size_t offset = static_cast<size_t>(t->data - file_->bytes().data());

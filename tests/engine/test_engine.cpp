@@ -364,7 +364,6 @@ TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the
         quantize_options q;
         q.type = type;
         const std::string out = f32 + (type == ggml_type::q8_0 ? ".q8_0" : ".q4_0");
-        if (type == ggml_type::q8_0) q.keep_predictor = true; // the default rule makes it Q5_0
         quantize_model(f32, out, q);
         const auto m = model::load(out, load_options{});
         CHECK(m->ffn_type() == type);
