@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -153,6 +154,24 @@ inline void check_close(std::span<const float> got, std::span<const double> want
 
 inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Per-token active lists as the I32 tensors the sparse kernels take: idx rows of `capacity`
+// entries (padding -7, never read), and the count of each row.
+struct list_tensors {
+    pib_tensor idx, count;
+};
+
+inline list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
+                          int64_t capacity) {
+    std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
+    std::vector<int32_t> count;
+    for (size_t t = 0; t < lists.size(); ++t) {
+        std::copy(lists[t].begin(), lists[t].end(), idx.begin() + t * capacity);
+        count.push_back(static_cast<int32_t>(lists[t].size()));
+    }
+    return {d.i32(capacity, static_cast<int64_t>(lists.size()), idx),
+            d.i32(static_cast<int64_t>(lists.size()), 1, count)};
 }
 
 } // namespace pi::test

@@ -76,22 +76,6 @@ std::string repeat_kinds(const std::string& kinds, size_t n) {
     return out;
 }
 
-struct list_tensors {
-    pib_tensor idx, count;
-};
-
-list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
-                          int64_t capacity) {
-    std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
-    std::vector<int32_t> count;
-    for (size_t t = 0; t < lists.size(); ++t) {
-        std::copy(lists[t].begin(), lists[t].end(), idx.begin() + t * capacity);
-        count.push_back(static_cast<int32_t>(lists[t].size()));
-    }
-    return {d.i32(capacity, static_cast<int64_t>(lists.size()), idx),
-            d.i32(static_cast<int64_t>(lists.size()), 1, count)};
-}
-
 // scale[t][r] = sum_c |w[r][c] * x[t][c]|.
 std::vector<double> product_scale(const std::vector<float>& w, const std::vector<float>& x,
                                   int64_t cols, int64_t rows, int64_t n_tok) {

@@ -53,22 +53,6 @@ std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32
     return lists;
 }
 
-struct list_tensors {
-    pib_tensor idx, count;
-};
-
-list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
-                          int64_t capacity) {
-    std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
-    std::vector<int32_t> count;
-    for (size_t t = 0; t < lists.size(); ++t) {
-        std::copy(lists[t].begin(), lists[t].end(), idx.begin() + t * capacity);
-        count.push_back(static_cast<int32_t>(lists[t].size()));
-    }
-    return {d.i32(capacity, static_cast<int64_t>(lists.size()), idx),
-            d.i32(static_cast<int64_t>(lists.size()), 1, count)};
-}
-
 } // namespace
 
 TEST_CASE("mul_mat matches a naive product for F32 and F16 weights, identical on 1 and 2 "

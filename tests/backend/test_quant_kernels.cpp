@@ -47,22 +47,6 @@ quantized quantize(uint32_t type, int64_t cols, int64_t rows, uint32_t seed) {
     return q;
 }
 
-struct list_tensors {
-    pib_tensor idx, count;
-};
-
-list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
-                          int64_t capacity) {
-    std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
-    std::vector<int32_t> count;
-    for (size_t t = 0; t < lists.size(); ++t) {
-        std::copy(lists[t].begin(), lists[t].end(), idx.begin() + t * capacity);
-        count.push_back(static_cast<int32_t>(lists[t].size()));
-    }
-    return {d.i32(capacity, static_cast<int64_t>(lists.size()), idx),
-            d.i32(static_cast<int64_t>(lists.size()), 1, count)};
-}
-
 // One list per token, cycling through: every row ascending, empty, a random third ascending,
 // every row descending.
 std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32_t seed) {
