@@ -46,6 +46,7 @@ struct avx2 {
     static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
     static vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
     static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+    static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
     static float sum(vec v) {
         __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -61,20 +62,11 @@ struct avx2 {
         _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
     }
 
-    // e^x as in simd_avx512.cpp; 2^n is built in the exponent field (n stays in [-126, 127]).
-    static vec exp(vec x) {
-        x = _mm256_min_ps(_mm256_max_ps(x, set1(-87.33654f)), set1(88.0f));
-        const vec n = _mm256_round_ps(mul(x, set1(1.44269504089f)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        vec r = fma(n, set1(-0.693359375f), x);
-        r = fma(n, set1(2.12194440e-4f), r);
-        vec p = set1(1.9875691500e-4f);
-        p = fma(p, r, set1(1.3981999507e-3f));
-        p = fma(p, r, set1(8.3334519073e-3f));
-        p = fma(p, r, set1(4.1665795894e-2f));
-        p = fma(p, r, set1(1.6666665459e-1f));
-        p = fma(p, r, set1(5.0000001201e-1f));
-        p = add(fma(p, mul(r, r), r), set1(1.0f));
+    static vec round_nearest(vec x) {
+        return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    // p * 2^n with n integral and in [-126, 127]: 2^n is built in the exponent field.
+    static vec scale_pow2(vec p, vec n) {
         const __m256i e =
             _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
         return mul(p, _mm256_castsi256_ps(e));

@@ -45,6 +45,7 @@ struct avx512 {
     static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
     static vec div(vec a, vec b) { return _mm512_div_ps(a, b); }
     static vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
+    static vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
     static float sum(vec v) { return _mm512_reduce_add_ps(v); }
     static float first(vec v) { return _mm512_cvtss_f32(v); }
     static uint32_t ge_mask(vec a, vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
@@ -53,23 +54,10 @@ struct avx512 {
         _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
     }
 
-    // e^x within 2 ulp on [-87.3, 88] (clamped outside): x = n ln2 + r, a degree-6 polynomial
-    // for e^r and a scale by 2^n.
-    static vec exp(vec x) {
-        x = _mm512_min_ps(_mm512_max_ps(x, set1(-87.33654f)), set1(88.0f));
-        const vec n = _mm512_roundscale_ps(mul(x, set1(1.44269504089f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        vec r = fma(n, set1(-0.693359375f), x);
-        r = fma(n, set1(2.12194440e-4f), r);
-        vec p = set1(1.9875691500e-4f);
-        p = fma(p, r, set1(1.3981999507e-3f));
-        p = fma(p, r, set1(8.3334519073e-3f));
-        p = fma(p, r, set1(4.1665795894e-2f));
-        p = fma(p, r, set1(1.6666665459e-1f));
-        p = fma(p, r, set1(5.0000001201e-1f));
-        p = add(fma(p, mul(r, r), r), set1(1.0f));
-        return _mm512_scalef_ps(p, n);
+    static vec round_nearest(vec x) {
+        return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     }
+    static vec scale_pow2(vec p, vec n) { return _mm512_scalef_ps(p, n); }
 };
 
 constexpr simd_kernels table = simd::impl<avx512>::table();

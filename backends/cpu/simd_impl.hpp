@@ -7,7 +7,8 @@
 // V provides: vec, lanes, the register-tile shape (tile_rows x tile_tokens for prompt batches,
 // decode_rows for one token, gather_tokens for row-sparse batches) and zero, set1, load, load_n
 // (the first n lanes, the others zero), store, store_n, fma(a, b, c) = a * b + c, add, sub, mul,
-// div, max, sum (horizontal, fixed order), first, exp, ge_mask, prefetch (to L1) and
+// div, min, max, round_nearest, scale_pow2(p, n) = p * 2^n, sum (horizontal, fixed order),
+// first, ge_mask, prefetch (to L1) and
 // prefetch_far (to L2, for data needed after more than an L1 of other reads).
 #include "backend/backend.h"
 #include "cpu_simd.hpp"
@@ -20,6 +21,23 @@ namespace pi::cpu::simd {
 
 template <class V> struct impl {
     using vec = typename V::vec;
+
+    // e^x within 2 ulp on [-87.3, 88] (clamped outside): x = n ln2 + r, a degree-6 polynomial
+    // for e^r and a scale by 2^n.
+    static vec exp(vec x) {
+        x = V::min(V::max(x, V::set1(-87.33654f)), V::set1(88.0f));
+        const vec n = V::round_nearest(V::mul(x, V::set1(1.44269504089f)));
+        vec r = V::fma(n, V::set1(-0.693359375f), x);
+        r = V::fma(n, V::set1(2.12194440e-4f), r);
+        vec p = V::set1(1.9875691500e-4f);
+        p = V::fma(p, r, V::set1(1.3981999507e-3f));
+        p = V::fma(p, r, V::set1(8.3334519073e-3f));
+        p = V::fma(p, r, V::set1(4.1665795894e-2f));
+        p = V::fma(p, r, V::set1(1.6666665459e-1f));
+        p = V::fma(p, r, V::set1(5.0000001201e-1f));
+        p = V::add(V::fma(p, V::mul(r, r), r), V::set1(1.0f));
+        return V::scale_pow2(p, n);
+    }
     static constexpr int64_t L = V::lanes;
 
     static int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -324,7 +342,7 @@ template <class V> struct impl {
     // ---- attention ----
 
     static float exp1(float x) {
-        return V::first(V::exp(V::set1(x)));
+        return V::first(exp(V::set1(x)));
     }
 
     // Online softmax over blocks of cache rows: scores of a block, then the running maximum,
@@ -377,7 +395,7 @@ template <class V> struct impl {
             const vec mv = V::set1(max);
             for (int v = 0; v < nv; v += L) {
                 const int64_t n = lo(L, nv - v);
-                V::store_n(s + v, V::exp(V::sub(V::load_n(s + v, n), mv)), n);
+                V::store_n(s + v, exp(V::sub(V::load_n(s + v, n), mv)), n);
             }
             for (int v = 0; v < nv; ++v)
                 sum += s[v];
@@ -417,7 +435,7 @@ template <class V> struct impl {
 
     static vec silu1(vec v) {
         const vec one = V::set1(1.0f);
-        return V::div(v, V::add(one, V::exp(V::sub(V::zero(), v))));
+        return V::div(v, V::add(one, exp(V::sub(V::zero(), v))));
     }
 
     // ---- table entries ----
