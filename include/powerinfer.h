@@ -119,6 +119,11 @@ typedef struct pi_model_params {
      * activation/ folder. NULL: <model dir>/activation when present, else a short calibration
      * run of the predictors. */
     const char *activation_stats;
+    /* KV cache positions to reserve on the offload device once every dense block fits there
+     * (PowerInfer reserves it when a model is loaded with its context). Contexts with n_ctx up to
+     * this keep the KV cache of device attention layers on the device; 0 (default): the KV cache
+     * stays in host memory and attention scores are computed on the CPU. */
+    int32_t kv_n_ctx;
 } pi_model_params;
 
 PI_API pi_model_params pi_model_default_params(void);
@@ -149,9 +154,13 @@ typedef struct pi_model_info {
     float sparse_threshold;
     int32_t predictor_rank[PI_MAX_LAYERS]; /* fc1 rows per layer (0 for dense files) */
     char weight_type[16];       /* type of the FFN weights, e.g. "F16" */
-    char offload_device[64];    /* device holding hot neurons, "" when everything runs on the CPU */
-    uint64_t offload_bytes;     /* bytes of hot FFN rows on that device */
+    char offload_device[64];    /* the offload device, "" when everything runs on the CPU */
+    uint64_t offload_bytes;     /* bytes of weights on that device: dense blocks and hot FFN rows */
     int32_t hot_neurons[PI_MAX_LAYERS]; /* per layer, FFN neurons on the device */
+    int32_t attn_on_device[PI_MAX_LAYERS];      /* per layer, 1: attention weights on the device */
+    int32_t predictor_on_device[PI_MAX_LAYERS]; /* per layer, 1: predictor on the device */
+    int32_t output_on_device;   /* 1: output norm and projection on the device */
+    int32_t kv_n_ctx_on_device; /* KV cache positions reserved on the device (0: host memory) */
 } pi_model_info;
 
 /* What a budget would place where, without uploading anything: the planner's report (bytes per

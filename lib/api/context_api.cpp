@@ -34,8 +34,8 @@ pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi
         o.n_threads = p.n_threads;
         o.kv_f16 = p.kv_f16 != 0;
         o.audit_predictor = p.audit_predictor != 0;
-        o.ffn_offload = model->ffn_offload.get();
-        if (o.ffn_offload) o.n_batch = std::min(o.n_batch, max_offload_batch);
+        o.offloaded = model->offloaded.get();
+        if (o.offloaded) o.n_batch = std::min(o.n_batch, max_offload_batch);
         auto handle = std::make_unique<pi_context>();
         handle->impl = std::make_unique<context>(*model->impl, o);
         *out_ctx = handle.release();

@@ -12,7 +12,7 @@
 
 struct pi_model {
     std::unique_ptr<pi::model> impl;
-    std::unique_ptr<pi::offload> ffn_offload; // hot neurons on a device, when one is used
+    std::unique_ptr<pi::offload> offloaded; // dense blocks and hot neurons on a device, when one is used
     std::string offload_device;
 };
 
@@ -43,7 +43,7 @@ template <typename T> T read_params(const T* given, T defaults, const char* name
 
 namespace pi::api {
 
-// Chooses the offload device named by the params and moves the planned hot neurons onto it.
+// Chooses the offload device named by the params and moves the planned placement onto it.
 void attach_offload(pi_model& model, const pi_model_params& params, const char* path);
 
 } // namespace pi::api

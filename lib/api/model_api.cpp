@@ -98,11 +98,16 @@ pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
             out.predictor_rank[il] = m.layers()[il].predictor_rank;
         const char* type_name = traits_of(m.ffn_type()).name;
         copy_text(out.weight_type, type_name ? type_name : "?");
-        if (model->ffn_offload) {
+        if (const offload* off = model->offloaded.get()) {
             copy_text(out.offload_device, model->offload_device);
-            out.offload_bytes = model->ffn_offload->bytes_allocated();
-            for (size_t il = 0; il < model->ffn_offload->n_layers() && il < PI_MAX_LAYERS; ++il)
-                out.hot_neurons[il] = static_cast<int32_t>(model->ffn_offload->layer(il).hot.size());
+            out.offload_bytes = off->bytes_allocated();
+            for (size_t il = 0; il < off->n_layers() && il < PI_MAX_LAYERS; ++il) {
+                out.hot_neurons[il] = static_cast<int32_t>(off->layer(il).hot.size());
+                out.attn_on_device[il] = off->layer(il).has_attn() ? 1 : 0;
+                out.predictor_on_device[il] = off->layer(il).has_predictor() ? 1 : 0;
+            }
+            out.output_on_device = off->has_output() ? 1 : 0;
+            out.kv_n_ctx_on_device = off->kv_n_ctx();
         }
         *info = out;
         return PI_OK;

@@ -57,6 +57,7 @@ offload_request request_of(const pi_model_params& p, const char* path, int64_t b
     r.reset_gpu_index = p.reset_gpu_index != 0;
     r.disable_gpu_index = p.disable_gpu_index != 0;
     if (p.activation_stats) r.stats_path = p.activation_stats;
+    r.kv_n_ctx = p.kv_n_ctx;
     return r;
 }
 
@@ -64,14 +65,15 @@ offload_request request_of(const pi_model_params& p, const char* path, int64_t b
 
 void pi::api::attach_offload(pi_model& handle, const pi_model_params& p, const char* path) {
     const model& m = *handle.impl;
-    if (!m.sparse_inference() || p.disable_gpu_index) return;
+    if (p.kv_n_ctx < 0) fail(status::invalid_argument, "pi_model_params.kv_n_ctx ", p.kv_n_ctx, " is negative");
+    if (!m.sparse_inference()) return;
     const int64_t budget = budget_of(p);
     if (budget == 0) return;
     chosen_device chosen = choose(p, budget);
     if (!chosen.dev) return;
-    offload_result placed = place_ffn(m, std::move(chosen.dev), request_of(p, path, budget));
-    if (!placed.ffn) return;
-    handle.ffn_offload = std::move(placed.ffn);
+    offload_result placed = place_on_device(m, std::move(chosen.dev), request_of(p, path, budget));
+    if (!placed.placed) return;
+    handle.offloaded = std::move(placed.placed);
     handle.offload_device = chosen.name;
 }
 
@@ -94,8 +96,8 @@ pi_status pi_model_estimate_memory(const char* path, const pi_model_params* para
         if (!m->sparse_inference()) {
             text = "dense inference: every FFN neuron runs on the CPU, nothing is offloaded\n";
         } else {
-            planner::plan_input in = plan_input_for(*m, static_cast<uint64_t>(budget), 512);
             offload_request r = request_of(p, path, budget);
+            planner::plan_input in = plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch, r.kv_n_ctx);
             if (!r.disable_gpu_index) {
                 in.frequencies = r.stats_path.empty() ? calibrate_activations(*m, 1)
                                                       : planner::load_activation_stats(r.stats_path).counts;

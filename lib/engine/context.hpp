@@ -4,10 +4,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <mutex>
-#include <thread>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "backend/device.hpp"
@@ -16,6 +16,7 @@
 namespace pi {
 
 class offload;
+struct offload_layer;
 
 struct context_options {
     int32_t n_ctx = 512;
@@ -23,8 +24,9 @@ struct context_options {
     int32_t n_threads = 1;
     bool kv_f16 = true;
     bool audit_predictor = false;
-    const offload* ffn_offload = nullptr; // hot neurons on a device; must outlive the context
-    bool count_activations = false;       // per-neuron counts of predicted activity (calibration)
+    const offload* offloaded =
+        nullptr; // dense blocks and hot neurons on a device; must outlive the context
+    bool count_activations = false; // per-neuron counts of predicted activity (calibration)
 };
 
 struct predictor_audit {
@@ -38,17 +40,17 @@ struct run_stats {
     double decode_seconds = 0.0;
     uint64_t ffn_active_neurons = 0; // summed over layers and tokens of sparse layers
     uint64_t ffn_total_neurons = 0;
-    uint64_t decode_bytes = 0;       // weights + KV cache read by single-token batches
+    uint64_t decode_bytes = 0; // weights + KV cache read by single-token batches
 };
 
 struct batch_view {
     std::span<const int32_t> tokens;
-    std::span<const int32_t> pos;    // empty: consecutive after n_past
-    std::span<const int8_t> logits;  // empty: last token only
+    std::span<const int32_t> pos;   // empty: consecutive after n_past
+    std::span<const int8_t> logits; // empty: last token only
 };
 
 class context {
-public:
+  public:
     context(const model& m, const context_options& options);
     ~context();
 
@@ -70,20 +72,44 @@ public:
     const std::vector<uint64_t>& layer_active_neurons() const noexcept { return layer_active_; }
     const std::vector<predictor_audit>& audits() const noexcept { return audits_; }
     // Per layer, per neuron: tokens for which the predictor selected the neuron.
-    const std::vector<std::vector<float>>& activation_counts() const noexcept { return activation_counts_; }
-    // Device bytes a context with this batch size allocates for the hybrid FFN's activations.
-    static uint64_t device_scratch_bytes(const hparams& h, int32_t n_batch, int32_t max_hot);
+    const std::vector<std::vector<float>>& activation_counts() const noexcept {
+        return activation_counts_;
+    }
+    // Device bytes a context with this batch size allocates for its activations on an offload
+    // device holding at most max_hot neurons of a layer.
+    static uint64_t device_scratch_bytes(const model& m, int32_t n_batch, int32_t max_hot);
+    // Device bytes per layer of a KV cache of n_ctx F16 cells (the cells' positions included).
+    static uint64_t device_kv_layer_bytes(const hparams& h, int32_t n_ctx);
+    // Whether attention of this context's device layers reads a KV cache in device memory.
+    bool kv_on_device() const noexcept { return kv_dev_; }
     void reset_stats() noexcept;
 
-private:
+  private:
     struct arena_layout;
+    struct arena_spec;
+    static size_t layout_arena(arena_layout& a, const model& m, const arena_spec& spec);
+    static arena_spec device_arena_spec(int64_t n_batch, int64_t max_hot);
     void forward(int32_t n_tokens, std::span<const int32_t> out_rows);
+    void output_block(int32_t n, std::span<const int32_t> out_rows);
     void attention_block(size_t il, int32_t n);
+    void project_qkv(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
+    void store_and_attend(device& dv, const arena_layout& a, size_t il, int32_t n);
+    void project_out(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void ffn_block(size_t il, int32_t n);
+    void predict(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
+    void device_ffn(size_t il, int32_t n);
+    void lists_to_host(int32_t n);
+    void upload_positions(int32_t n);
+    // The residual stream lives on the host, on the offload device, or on both.
+    void x_to_host(int32_t n);
+    void x_to_device(int32_t n);
+    void host_to_device(const pib_tensor& host, const pib_tensor& dev, size_t bytes);
+    void device_to_host(const pib_tensor& dev, const pib_tensor& host, size_t bytes);
+    const offload_layer* offloaded_layer(size_t il) const noexcept;
     void check_cancel() const;
     void forget_cells(std::span<const int32_t> positions);
     void audit_layer(size_t il, int32_t n);
-    void hybrid_ffn(size_t il, int32_t n);
+    void hybrid_ffn(size_t il, int32_t n, bool lists_on_device);
     void device_half(size_t il, int32_t n);
     void worker_loop();
     void start_device_half(size_t il, int32_t n);
@@ -95,11 +121,11 @@ private:
     std::unique_ptr<arena_layout> at_;
     buffer arena_;
     buffer kv_;
-    std::vector<int32_t> kv_pos_host_;  // position held by each cache row, -1 if empty
-    std::vector<int32_t> pos_host_;     // scratch for positions of a batch
+    std::vector<int32_t> kv_pos_host_; // position held by each cache row, -1 if empty
+    std::vector<int32_t> pos_host_;    // scratch for positions of a batch
     std::vector<int32_t> out_rows_host_;
     std::vector<int32_t> counts_host_;
-    std::vector<float> logits_;         // [n_out][n_vocab]
+    std::vector<float> logits_; // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;
     int32_t n_past_ = 0;
@@ -114,14 +140,17 @@ private:
     std::vector<std::vector<float>> activation_counts_;
     void count_layer(size_t il, int32_t n);
 
-    // Hybrid FFN: the device computes the hot neurons while the CPU computes the cold ones.
-    struct device_arena;
-    static size_t layout_device_arena(device_arena& t, const hparams& h, int64_t n_batch, int64_t max_hot);
-    std::unique_ptr<device_arena> dv_;
+    // The offload device's activations (same tensors as the host arena where both run a block,
+    // plus the hybrid FFN's hot lists and partial sum) and its KV cache.
+    std::unique_ptr<arena_layout> dl_;
+    buffer device_arena_;
+    buffer device_kv_;
+    bool kv_dev_ = false;
+    bool x_on_host_ = true, x_on_device_ = false;
+    uint8_t* host_base_ = nullptr;        // the host arena's memory
     std::vector<int32_t> idx_host_;       // [n_batch][n_ff] active lists, split in place to cold
     std::vector<int32_t> hot_idx_host_;   // [n_batch][max_hot] device rows of active hot neurons
     std::vector<int32_t> hot_count_host_; // [n_batch]
-    std::vector<float> partial_host_;     // [n_batch][n_embd] the device's partial sum
     std::mutex worker_mutex_;
     std::condition_variable worker_cv_;
     bool worker_has_job_ = false, worker_stop_ = false;

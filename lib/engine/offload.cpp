@@ -3,38 +3,117 @@
 #include <algorithm>
 #include <cstring>
 
+#include "planner/planner.hpp"
 #include "support/error.hpp"
 
 namespace pi {
 
 namespace {
 
-// The bytes of one row of a host weight tensor (the model's weights are host-visible).
-const uint8_t* host_row(const device& host, const pib_tensor& t, int64_t row) {
+size_t align_up(size_t n) {
+    return (n + device_tensor_alignment - 1) / device_tensor_alignment * device_tensor_alignment;
+}
+
+size_t tensor_bytes(const pib_tensor& t) {
+    return t.nb1 * static_cast<size_t>(t.ne1);
+}
+
+// The bytes of a host weight tensor (the model's weights are host-visible).
+const uint8_t* host_bytes(const device& host, const pib_tensor& t) {
     const auto* base = static_cast<const uint8_t*>(host.vt().buffer_host_ptr(host.ctx(), t.buffer));
     if (!base) fail(status::internal, "model weights are not host-visible");
-    return base + t.offset + static_cast<size_t>(row) * t.nb1;
+    return base + t.offset;
+}
+
+ggml_type type_of(const pib_tensor& t) {
+    return static_cast<ggml_type>(t.type);
+}
+
+bool at(const std::vector<bool>& v, size_t i) {
+    return i < v.size() && v[i];
 }
 
 } // namespace
 
-offload::offload(const model& m, std::unique_ptr<device> dev, const std::vector<std::vector<int32_t>>& hot)
-    : dev_(std::move(dev)) {
+offload_placement placement_of(const planner::plan& p, int32_t kv_n_ctx) {
+    offload_placement out;
+    out.hot = p.hot;
+    out.attn = p.attn_on_device;
+    out.predictor = p.predictor_on_device;
+    out.ffn_norm = p.ffn_norm_on_device;
+    out.output = p.output_on_device;
+    out.kv_n_ctx = p.kv_on_device ? kv_n_ctx : 0;
+    return out;
+}
+
+uint64_t packed_bytes(std::initializer_list<const pib_tensor*> tensors) {
+    uint64_t total = 0;
+    for (const pib_tensor* t : tensors)
+        total += align_up(tensor_bytes(*t));
+    return total;
+}
+
+buffer
+offload::upload_group(std::initializer_list<std::pair<const pib_tensor*, pib_tensor*>> tensors) {
+    size_t total = 0;
+    for (const auto& [src, dst] : tensors)
+        total += align_up(tensor_bytes(*src));
+    buffer mem = dev_->alloc(total);
+    bytes_ += total;
+    size_t offset = 0;
+    for (const auto& [src, dst] : tensors) {
+        *dst = *src;
+        dst->buffer = mem.get();
+        dst->offset = offset;
+        dev_->upload(mem, offset, host_bytes(model_.host_device(), *src), tensor_bytes(*src));
+        offset += align_up(tensor_bytes(*src));
+    }
+    return mem;
+}
+
+offload::offload(const model& m, std::unique_ptr<device> dev, const offload_placement& placement)
+    : model_(m), dev_(std::move(dev)) {
     const hparams& h = m.hp();
-    if (!m.sparse_inference()) fail(status::invalid_argument, "FFN offloading needs sparse inference");
-    if (hot.size() != static_cast<size_t>(h.n_layer))
-        fail(status::invalid_argument, "hot neuron sets for ", hot.size(), " layers, the model has ", h.n_layer);
-    layers_.resize(hot.size());
-    for (size_t il = 0; il < hot.size(); ++il) {
+    if (!m.sparse_inference()) fail(status::invalid_argument, "offloading needs sparse inference");
+    const auto n_layer = static_cast<size_t>(h.n_layer);
+    if (placement.hot.size() != n_layer)
+        fail(status::invalid_argument, "hot neuron sets for ", placement.hot.size(),
+             " layers, the model has ", h.n_layer);
+    for (const auto* flags : {&placement.attn, &placement.predictor, &placement.ffn_norm})
+        if (!flags->empty() && flags->size() != n_layer)
+            fail(status::invalid_argument, "a dense placement covers ", flags->size(),
+                 " layers, the model has ", h.n_layer);
+    if (placement.kv_n_ctx < 0)
+        fail(status::invalid_argument, "kv_n_ctx ", placement.kv_n_ctx, " is negative");
+    kv_n_ctx_ = placement.kv_n_ctx;
+    layers_.resize(n_layer);
+    for (size_t il = 0; il < n_layer; ++il) {
         offload_layer& l = layers_[il];
-        l.hot = hot[il];
+        const layer_weights& w = m.layers()[il];
+        if (at(placement.attn, il))
+            l.attn_mem = upload_group({{&w.attn_norm, &l.dense.attn_norm},
+                                       {&w.wq, &l.dense.wq},
+                                       {&w.wk, &l.dense.wk},
+                                       {&w.wv, &l.dense.wv},
+                                       {&w.wo, &l.dense.wo}});
+        if (at(placement.predictor, il)) {
+            l.predictor_mem = upload_group({{&w.fc1, &l.dense.fc1}, {&w.fc2, &l.dense.fc2}});
+            l.dense.predictor_rank = w.predictor_rank;
+        }
+        if (at(placement.ffn_norm, il))
+            l.ffn_norm_mem = upload_group({{&w.ffn_norm, &l.dense.ffn_norm}});
+
+        l.hot = placement.hot[il];
         if (!std::is_sorted(l.hot.begin(), l.hot.end()) ||
             std::adjacent_find(l.hot.begin(), l.hot.end()) != l.hot.end())
-            fail(status::invalid_argument, "hot neurons of layer ", il, " are not strictly ascending");
+            fail(status::invalid_argument, "hot neurons of layer ", il,
+                 " are not strictly ascending");
         l.device_row.assign(static_cast<size_t>(h.n_ff), -1);
         for (size_t k = 0; k < l.hot.size(); ++k) {
             const int32_t id = l.hot[k];
-            if (id < 0 || id >= h.n_ff) fail(status::invalid_argument, "hot neuron ", id, " of layer ", il, " is out of range");
+            if (id < 0 || id >= h.n_ff)
+                fail(status::invalid_argument, "hot neuron ", id, " of layer ", il,
+                     " is out of range");
             l.device_row[static_cast<size_t>(id)] = static_cast<int32_t>(k);
         }
         const auto k = static_cast<int64_t>(l.hot.size());
@@ -43,29 +122,37 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const std::vector<
 
         // The packed rows, as the planner counts them; the host splits each token's active list
         // into device rows, so the device needs no bucket of neuron ids.
-        const layer_weights& w = m.layers()[il];
         const size_t up_bytes = w.up.nb1 * static_cast<size_t>(k);
         const size_t gate_bytes = w.gate.nb1 * static_cast<size_t>(k);
         const size_t down_bytes = w.down_t.nb1 * static_cast<size_t>(k);
         l.weights = dev_->alloc(up_bytes + gate_bytes + down_bytes);
         bytes_ += up_bytes + gate_bytes + down_bytes;
-        const auto ty = [](const pib_tensor& t) { return static_cast<ggml_type>(t.type); };
-        l.up = view(l.weights, 0, ty(w.up), w.up.ne0, k);
-        l.gate = view(l.weights, up_bytes, ty(w.gate), w.gate.ne0, k);
-        l.down_t = view(l.weights, up_bytes + gate_bytes, ty(w.down_t), w.down_t.ne0, k);
+        l.up = view(l.weights, 0, type_of(w.up), w.up.ne0, k);
+        l.gate = view(l.weights, up_bytes, type_of(w.gate), w.gate.ne0, k);
+        l.down_t = view(l.weights, up_bytes + gate_bytes, type_of(w.down_t), w.down_t.ne0, k);
 
-        const device& host = m.host_device();
         std::vector<uint8_t> staging;
-        for (const auto& [src, dst] : {std::pair{&w.up, &l.up}, std::pair{&w.gate, &l.gate}, std::pair{&w.down_t, &l.down_t}}) {
+        for (const auto& [src, dst] : {std::pair{&w.up, &l.up}, std::pair{&w.gate, &l.gate},
+                                       std::pair{&w.down_t, &l.down_t}}) {
             staging.resize(src->nb1 * static_cast<size_t>(k));
+            const uint8_t* rows = host_bytes(m.host_device(), *src);
             for (int64_t r = 0; r < k; ++r)
-                std::memcpy(staging.data() + static_cast<size_t>(r) * src->nb1, host_row(host, *src, l.hot[static_cast<size_t>(r)]),
+                std::memcpy(staging.data() + static_cast<size_t>(r) * src->nb1,
+                            rows + static_cast<size_t>(l.hot[static_cast<size_t>(r)]) * src->nb1,
                             src->nb1);
             dev_->upload(l.weights, dst->offset, staging.data(), staging.size());
         }
     }
+    if (placement.output)
+        output_mem_ = upload_group({{&m.output_norm(), &output_norm_}, {&m.output(), &output_}});
 }
 
 offload::~offload() = default;
+
+bool offload::any_dense() const noexcept {
+    return has_output() || std::any_of(layers_.begin(), layers_.end(), [](const offload_layer& l) {
+               return l.has_attn() || l.has_predictor() || l.has_ffn_norm();
+           });
+}
 
 } // namespace pi

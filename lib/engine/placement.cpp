@@ -20,7 +20,8 @@ constexpr uint64_t safety_margin = uint64_t(256) << 20; // as PowerInfer: free V
 // Varied English prose for calibration when no statistics file exists.
 constexpr const char* calibration_text =
     "The old lighthouse keeper climbed the spiral stairs every evening, counting the steps as his "
-    "father had taught him. Below, the harbour filled with fishing boats returning before the storm. "
+    "father had taught him. Below, the harbour filled with fishing boats returning before the "
+    "storm. "
     "In the village school, children learned to multiply fractions, to name the rivers of three "
     "continents and to write letters to a pen friend in another country. A recipe for bread needs "
     "flour, water, salt and yeast; patience does the rest. Engineers measure twice and cut once, "
@@ -30,12 +31,14 @@ constexpr const char* calibration_text =
     "pass one by one: green, green, green. Questions: what is the capital of Australia? How many "
     "legs does a spider have? Why is the sky blue during the day but red at sunset?";
 
-std::vector<std::vector<float>> frequencies_for(const model& m, const offload_request& r, std::string& source) {
+std::vector<std::vector<float>> frequencies_for(const model& m, const offload_request& r,
+                                                std::string& source) {
     if (!r.stats_path.empty()) {
         source = "statistics " + r.stats_path;
         return planner::load_activation_stats(r.stats_path).counts;
     }
-    const std::filesystem::path folder = std::filesystem::path(r.model_path).parent_path() / "activation";
+    const std::filesystem::path folder =
+        std::filesystem::path(r.model_path).parent_path() / "activation";
     if (std::filesystem::is_directory(folder)) {
         source = "PowerInfer statistics " + folder.string();
         return planner::load_activation_stats(folder.string()).counts;
@@ -62,19 +65,27 @@ std::vector<std::vector<float>> calibrate_activations(const model& m, int32_t n_
     return ctx.activation_counts();
 }
 
-planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch) {
+planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch,
+                                   int32_t kv_n_ctx) {
     const hparams& h = m.hp();
     planner::plan_input in;
     for (const layer_weights& w : m.layers())
-        in.layers.push_back(planner::layer_geometry{0, 0, 0, w.up.nb1 + w.gate.nb1 + w.down_t.nb1, h.n_ff});
-    in.scratch_bytes = context::device_scratch_bytes(h, n_batch, h.n_ff);
+        in.layers.push_back(
+            planner::layer_geometry{packed_bytes({&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo}),
+                                    packed_bytes({&w.fc1, &w.fc2}), packed_bytes({&w.ffn_norm}),
+                                    w.up.nb1 + w.gate.nb1 + w.down_t.nb1, h.n_ff});
+    in.output_bytes = packed_bytes({&m.output_norm(), &m.output()});
+    in.kv_bytes_per_layer = kv_n_ctx > 0 ? context::device_kv_layer_bytes(h, kv_n_ctx) : 0;
+    in.scratch_bytes = context::device_scratch_bytes(m, n_batch, h.n_ff);
+    in.alignment = static_cast<uint32_t>(device_tensor_alignment);
     in.budget = budget;
     return in;
 }
 
-offload_result place_ffn(const model& m, std::unique_ptr<device> dev, const offload_request& r) {
+offload_result place_on_device(const model& m, std::unique_ptr<device> dev,
+                               const offload_request& r) {
     offload_result out;
-    if (!m.sparse_inference() || r.disable_gpu_index) return out;
+    if (!m.sparse_inference()) return out;
     uint64_t budget = 0;
     if (r.budget >= 0) {
         budget = static_cast<uint64_t>(r.budget);
@@ -83,12 +94,19 @@ offload_result place_ffn(const model& m, std::unique_ptr<device> dev, const offl
         device::check("reading device memory", dev->vt().device_info(dev->ctx(), &info));
         budget = info.memory_free > safety_margin ? info.memory_free - safety_margin : 0;
     }
-    planner::plan_input in = plan_input_for(m, budget, r.n_batch);
+    if (r.kv_n_ctx < 0)
+        fail(status::invalid_argument, "the KV cache size to reserve is negative (", r.kv_n_ctx,
+             ")");
+    planner::plan_input in = plan_input_for(m, budget, r.n_batch, r.kv_n_ctx);
     const std::string index_path = planner::gpu_index_path(r.model_path);
     const std::string fingerprint = planner::model_fingerprint(m.file());
     std::optional<planner::plan> cached;
-    if (!r.reset_gpu_index) {
-        if (auto hot = planner::load_gpu_index(index_path, fingerprint, m.hp().n_layer, m.hp().n_ff, budget)) {
+    if (r.disable_gpu_index) {
+        cached = planner::make_plan(in); // no frequencies: every FFN neuron stays on the CPU
+        out.source = "nowhere (GPU index disabled)";
+    } else if (!r.reset_gpu_index) {
+        if (auto hot = planner::load_gpu_index(index_path, fingerprint, m.hp().n_layer, m.hp().n_ff,
+                                               budget)) {
             cached = planner::make_plan_with_hot(in, *hot);
             out.source = "GPU index " + index_path;
         }
@@ -110,9 +128,17 @@ offload_result place_ffn(const model& m, std::unique_ptr<device> dev, const offl
             log(log_level::warn, concat("could not cache the GPU index: ", e.what()));
         }
     }
-    log(log_level::info, concat("FFN placement from ", out.source, ":\n", planner::describe(out.plan)));
-    const bool any = std::any_of(out.plan.hot.begin(), out.plan.hot.end(), [](const auto& h) { return !h.empty(); });
-    if (any) out.ffn = std::make_unique<offload>(m, std::move(dev), out.plan.hot);
+    log(log_level::info, concat("device placement (hot neurons from ", out.source, "):\n",
+                                planner::describe(out.plan)));
+    const planner::plan& p = out.plan;
+    const bool any =
+        p.output_on_device ||
+        std::any_of(p.hot.begin(), p.hot.end(), [](const auto& h) { return !h.empty(); }) ||
+        std::find(p.attn_on_device.begin(), p.attn_on_device.end(), true) !=
+            p.attn_on_device.end() ||
+        std::find(p.predictor_on_device.begin(), p.predictor_on_device.end(), true) !=
+            p.predictor_on_device.end();
+    if (any) out.placed = std::make_unique<offload>(m, std::move(dev), placement_of(p, r.kv_n_ctx));
     return out;
 }
 

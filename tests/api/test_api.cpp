@@ -303,8 +303,9 @@ TEST_CASE("offloading to a second CPU instance keeps the greedy text and reports
     }
     pi_model_params mp = pi_model_default_params();
     mp.offload_device = "cpu";
-    mp.vram_budget = 8.0 * 1024 * 1024;
+    mp.vram_budget = 32.0 * 1024 * 1024;
     mp.reset_gpu_index = 1;
+    mp.kv_n_ctx = 128;
     pi_model* m = nullptr;
     REQUIRE(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_OK);
     pi_model_info info;
@@ -312,8 +313,12 @@ TEST_CASE("offloading to a second CPU instance keeps the greedy text and reports
     REQUIRE(pi_model_info_get(m, &info) == PI_OK);
     CHECK(std::string(info.offload_device).find("cpu") == 0);
     CHECK(info.offload_bytes > 0);
-    CHECK(info.offload_bytes <= 8u * 1024 * 1024);
+    CHECK(info.offload_bytes <= 32u * 1024 * 1024);
     CHECK(info.hot_neurons[0] > 0);
+    CHECK(info.attn_on_device[0] == 1);
+    CHECK(info.predictor_on_device[info.n_layer - 1] == 1);
+    CHECK(info.output_on_device == 1);
+    CHECK(info.kv_n_ctx_on_device == 128);
     pi_context_params cp = pi_context_default_params();
     cp.n_ctx = 128;
     cp.n_threads = 1;
@@ -341,7 +346,11 @@ TEST_CASE("bad offload parameters are rejected and the estimate reports a placem
     CHECK(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_ERR_INVALID_ARGUMENT);
 
     mp = pi_model_default_params();
-    mp.vram_budget = 4.0 * 1024 * 1024;
+    mp.kv_n_ctx = -1;
+    mp.vram_budget = 16.0 * 1024 * 1024;
+    CHECK(pi_model_load(tiny_model().c_str(), &mp, &m) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(pi_last_error()).find("kv_n_ctx") != std::string::npos);
+    mp.kv_n_ctx = 0;
     size_t len = 0;
     CHECK(pi_model_estimate_memory(tiny_model().c_str(), &mp, nullptr, 0, &len) == PI_ERR_INVALID_ARGUMENT);
     REQUIRE(len > 0);

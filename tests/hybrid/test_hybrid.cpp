@@ -1,5 +1,5 @@
 // The whole hybrid path on the CPU: a second CPU backend instance with its own memory capacity
-// plays the device, holding the hot neurons, while the host CPU computes the cold ones.
+// plays the device, holding dense blocks and hot neurons, while the host CPU computes the rest.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,21 +16,24 @@ using namespace pi;
 
 namespace {
 
-bool have_vocab() { return test::require_data_file("ggml-vocab-llama-spm.gguf"); }
+bool have_vocab() {
+    return test::require_data_file("ggml-vocab-llama-spm.gguf");
+}
 
 const std::string& model_path() {
-    static const std::string path =
-        test::write_tiny_model(test::scratch_dir("hybrid"), "sparse.gguf", test::tiny_model_options(true));
+    static const std::string path = test::write_tiny_model(
+        test::scratch_dir("hybrid"), "sparse.gguf", test::tiny_model_options(true));
     return path;
 }
 
 const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
 
-std::vector<int32_t> greedy(const model& m, const offload* off, int n_new, std::vector<float>* first_logits = nullptr) {
+std::vector<int32_t> greedy(const model& m, const offload* off, int n_new,
+                            std::vector<float>* first_logits = nullptr) {
     context_options co;
     co.n_ctx = 64;
     co.n_threads = 1;
-    co.ffn_offload = off;
+    co.offloaded = off;
     context ctx(m, co);
     ctx.decode(batch_view{prompt, {}, {}});
     if (first_logits) first_logits->assign(ctx.logits(-1).begin(), ctx.logits(-1).end());
@@ -51,38 +54,144 @@ std::vector<std::vector<int32_t>> hot_sets(const model& m, double fraction) {
     const int32_t n_ff = m.hp().n_ff;
     const auto k = static_cast<int32_t>(fraction * n_ff + 0.5);
     for (auto& h : hot) {
-        for (int32_t i = 0; i < n_ff && static_cast<int32_t>(h.size()) < k; i += 2) h.push_back(i);
-        for (int32_t i = 1; i < n_ff && static_cast<int32_t>(h.size()) < k; i += 2) h.push_back(i);
+        for (int32_t i = 0; i < n_ff && static_cast<int32_t>(h.size()) < k; i += 2)
+            h.push_back(i);
+        for (int32_t i = 1; i < n_ff && static_cast<int32_t>(h.size()) < k; i += 2)
+            h.push_back(i);
         std::sort(h.begin(), h.end());
     }
     return hot;
 }
 
+// Hot neurons only: the dense blocks stay on the CPU.
+offload_placement ffn_only(const model& m, double fraction) {
+    offload_placement p;
+    p.hot = hot_sets(m, fraction);
+    return p;
+}
+
+// Hot neurons plus every dense block; kv_n_ctx > 0 also puts the KV cache on the device.
+offload_placement with_dense(const model& m, double fraction, int32_t kv_n_ctx) {
+    offload_placement p = ffn_only(m, fraction);
+    const auto n = static_cast<size_t>(m.hp().n_layer);
+    p.attn.assign(n, true);
+    p.predictor.assign(n, true);
+    p.ffn_norm.assign(n, true);
+    p.output = true;
+    p.kv_n_ctx = kv_n_ctx;
+    return p;
+}
+
+std::unique_ptr<device> cpu_device(size_t capacity = size_t(64) << 20) {
+    return std::make_unique<device>(device::cpu(1, capacity));
+}
+
+float max_abs(const std::vector<float>& v) {
+    float m = 0;
+    for (float x : v)
+        m = std::max(m, std::abs(x));
+    return m;
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    float d = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+        d = std::max(d, std::abs(a[i] - b[i]));
+    return d;
+}
+
 } // namespace
 
-TEST_CASE("hybrid inference gives the CPU-only tokens at 0%, 30%, 70% and 100% of the FFN on the device") {
+TEST_CASE("hybrid inference gives the CPU-only tokens at 0%, 30%, 70% and 100% of the FFN on the "
+          "device") {
     if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     std::vector<float> cpu_logits;
     const auto expected = greedy(*m, nullptr, 10, &cpu_logits);
-    float scale = 0;
-    for (float v : cpu_logits) scale = std::max(scale, std::abs(v));
     for (double fraction : {0.0, 0.3, 0.7, 1.0}) {
         CAPTURE(fraction);
-        offload off(*m, std::make_unique<device>(device::cpu(1, size_t(64) << 20)), hot_sets(*m, fraction));
+        offload off(*m, cpu_device(), ffn_only(*m, fraction));
         std::vector<float> logits;
         CHECK(greedy(*m, &off, 10, &logits) == expected);
-        float diff = 0;
-        for (size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::abs(logits[i] - cpu_logits[i]));
-        CHECK(diff <= 1e-4f * scale);
+        CHECK(max_diff(logits, cpu_logits) <= 1e-4f * max_abs(cpu_logits));
     }
+}
+
+TEST_CASE("dense blocks on the device give the CPU-only tokens, with the KV cache on either side") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    std::vector<float> cpu_logits;
+    const auto expected = greedy(*m, nullptr, 10, &cpu_logits);
+    for (int32_t kv_n_ctx : {0, 64}) {
+        for (double fraction : {0.0, 0.3, 0.7, 1.0}) {
+            CAPTURE(kv_n_ctx);
+            CAPTURE(fraction);
+            offload off(*m, cpu_device(), with_dense(*m, fraction, kv_n_ctx));
+            CHECK(off.any_dense());
+            std::vector<float> logits;
+            CHECK(greedy(*m, &off, 10, &logits) == expected);
+            CHECK(max_diff(logits, cpu_logits) <= 1e-4f * max_abs(cpu_logits));
+        }
+    }
+}
+
+TEST_CASE("a mixed placement (some layers' blocks on the device, output on the CPU) gives the "
+          "CPU-only tokens") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    const auto expected = greedy(*m, nullptr, 8);
+    offload_placement p = with_dense(*m, 0.5, 64);
+    for (size_t il = 0; il < p.attn.size(); ++il) {
+        p.attn[il] = il % 2 == 0;
+        p.predictor[il] = il % 3 != 0;
+        p.ffn_norm[il] = il % 2 == 1;
+    }
+    p.output = false;
+    p.hot.back() = hot_sets(*m, 1.0).back();
+    offload off(*m, cpu_device(), p);
+    CHECK(greedy(*m, &off, 8) == expected);
+}
+
+TEST_CASE("a context larger than the reserved KV cache keeps its KV cache on the host") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    offload off(*m, cpu_device(), with_dense(*m, 0.5, 32));
+    context_options co;
+    co.n_ctx = 64;
+    co.offloaded = &off;
+    CHECK_FALSE(context(*m, co).kv_on_device());
+    co.n_ctx = 32;
+    CHECK(context(*m, co).kv_on_device());
+    co.kv_f16 = false; // the reservation is for F16 cells
+    CHECK_FALSE(context(*m, co).kv_on_device());
+}
+
+TEST_CASE("decoding with an offload device can be cancelled between layers and then resumed") {
+    if (!have_vocab()) return;
+    const auto m = model::load(model_path(), load_options{});
+    offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
+    context_options co;
+    co.n_ctx = 64;
+    co.offloaded = &off;
+    context ctx(*m, co);
+    ctx.cancel();
+    try {
+        ctx.decode(batch_view{prompt, {}, {}});
+        FAIL("expected cancelled");
+    } catch (const error& e) {
+        CHECK(e.code() == status::cancelled);
+    }
+    CHECK(ctx.n_past() == 0);
+    ctx.clear_cancel();
+    ctx.decode(batch_view{prompt, {}, {}});
+    CHECK(ctx.n_past() == static_cast<int32_t>(prompt.size()));
 }
 
 TEST_CASE("the device holds exactly the gathered hot rows within its capacity") {
     if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     const auto hot = hot_sets(*m, 0.5);
-    offload off(*m, std::make_unique<device>(device::cpu(1, size_t(8) << 20)), hot);
+    offload off(*m, cpu_device(size_t(8) << 20), ffn_only(*m, 0.5));
     const auto& w = m->layers()[0];
     const uint64_t rows = hot[0].size();
     CHECK(off.bytes_allocated() >= 2 * rows * (w.up.nb1 + w.gate.nb1 + w.down_t.nb1));
@@ -96,7 +205,7 @@ TEST_CASE("a device too small for the hot rows is an out-of-memory error, not a 
     if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     try {
-        offload off(*m, std::make_unique<device>(device::cpu(1, 4096)), hot_sets(*m, 1.0));
+        offload off(*m, cpu_device(4096), ffn_only(*m, 1.0));
         FAIL("expected out_of_memory");
     } catch (const error& e) {
         CHECK(e.code() == status::out_of_memory);
@@ -106,51 +215,80 @@ TEST_CASE("a device too small for the hot rows is an out-of-memory error, not a 
 TEST_CASE("bad hot sets are rejected") {
     if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
-    auto hot = hot_sets(*m, 0.1);
-    hot[0].push_back(100000);
-    CHECK_THROWS_AS(offload(*m, std::make_unique<device>(device::cpu(1)), hot), error);
-    hot = hot_sets(*m, 0.1);
-    std::reverse(hot[1].begin(), hot[1].end());
-    CHECK_THROWS_AS(offload(*m, std::make_unique<device>(device::cpu(1)), hot), error);
-    hot.pop_back();
-    CHECK_THROWS_AS(offload(*m, std::make_unique<device>(device::cpu(1)), hot), error);
+    auto p = ffn_only(*m, 0.1);
+    p.hot[0].push_back(100000);
+    CHECK_THROWS_AS(offload(*m, cpu_device(), p), error);
+    p = ffn_only(*m, 0.1);
+    std::reverse(p.hot[1].begin(), p.hot[1].end());
+    CHECK_THROWS_AS(offload(*m, cpu_device(), p), error);
+    p.hot.pop_back();
+    CHECK_THROWS_AS(offload(*m, cpu_device(), p), error);
+    p = with_dense(*m, 0.1, 0);
+    p.attn.pop_back();
+    CHECK_THROWS_AS(offload(*m, cpu_device(), p), error);
+    p = with_dense(*m, 0.1, -1);
+    CHECK_THROWS_AS(offload(*m, cpu_device(), p), error);
 }
 
 TEST_CASE("the planner's budget holds for everything the device allocates, at several budgets") {
     if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     const hparams& h = m->hp();
-    const uint64_t neuron = m->layers()[0].up.nb1 + m->layers()[0].gate.nb1 + m->layers()[0].down_t.nb1;
-    const uint64_t ffn_all = neuron * static_cast<uint64_t>(h.n_ff) * static_cast<uint64_t>(h.n_layer);
-    const uint64_t scratch = context::device_scratch_bytes(h, max_offload_batch, h.n_ff);
+    constexpr int32_t n_ctx = 64;
+    const planner::plan_input in = plan_input_for(*m, 0, max_offload_batch, n_ctx);
+    uint64_t dense = in.output_bytes;
+    for (const auto& l : in.layers)
+        dense += l.attn_bytes + l.predictor_bytes + l.ffn_norm_bytes;
+    const uint64_t neuron = in.layers[0].neuron_bytes;
+    const uint64_t ffn_all =
+        neuron * static_cast<uint64_t>(h.n_ff) * static_cast<uint64_t>(h.n_layer);
+    const uint64_t fixed =
+        in.scratch_bytes + dense + in.kv_bytes_per_layer * static_cast<uint64_t>(h.n_layer);
     const auto expected = greedy(*m, nullptr, 6);
-    for (double fraction : {0.3, 0.7, 1.0}) {
+    // A budget short of the whole dense part, then 30%, 70% and 100% of the FFN on top of it.
+    for (double fraction : {-0.5, 0.3, 0.7, 1.0}) {
         CAPTURE(fraction);
-        const uint64_t budget = scratch + static_cast<uint64_t>(fraction * static_cast<double>(ffn_all)) + 4096;
+        const uint64_t budget =
+            fraction < 0
+                ? in.scratch_bytes + in.layers[0].attn_bytes + 4096
+                : fixed + static_cast<uint64_t>(fraction * static_cast<double>(ffn_all)) +
+                      static_cast<uint64_t>(h.n_layer) *
+                          (2 * device_tensor_alignment + 4 * static_cast<uint64_t>(h.n_ff));
         auto dev = std::make_unique<device>(device::cpu(1, size_t(1) << 30));
         device* raw = dev.get();
         offload_request r;
         r.model_path = test::scratch_dir("hybrid_budget") + "/model.gguf"; // GPU index goes here
         r.budget = static_cast<int64_t>(budget);
         r.reset_gpu_index = true;
-        offload_result placed = place_ffn(*m, std::move(dev), r);
-        REQUIRE(placed.ffn);
+        r.kv_n_ctx = n_ctx;
+        offload_result placed = place_on_device(*m, std::move(dev), r);
+        REQUIRE(placed.placed);
         CHECK(placed.plan.bytes_total <= budget);
         uint64_t hot = 0;
-        for (const auto& l : placed.plan.hot) hot += l.size();
-        CHECK(hot > 0);
+        for (const auto& l : placed.plan.hot)
+            hot += l.size();
+        CHECK(placed.plan.attn_on_device[0]);
+        if (fraction < 0) {
+            CHECK(hot == 0);
+            CHECK_FALSE(placed.plan.output_on_device);
+        } else {
+            CHECK(hot > 0);
+            CHECK(placed.plan.output_on_device);
+            CHECK(placed.plan.kv_on_device);
+        }
         if (fraction == 1.0) CHECK(hot == static_cast<uint64_t>(h.n_ff * h.n_layer));
         context_options co;
-        co.n_ctx = 64;
+        co.n_ctx = n_ctx;
         co.n_threads = 1;
-        co.ffn_offload = placed.ffn.get();
+        co.offloaded = placed.placed.get();
         {
             context ctx(*m, co);
+            CHECK(ctx.kv_on_device() == (fraction >= 0));
             pib_device_info info{};
             REQUIRE(raw->vt().device_info(raw->ctx(), &info) == PIB_OK);
             CHECK(info.memory_total - info.memory_free <= budget);
         }
-        CHECK(greedy(*m, placed.ffn.get(), 6) == expected);
+        CHECK(greedy(*m, placed.placed.get(), 6) == expected);
     }
 }
 
@@ -161,13 +299,13 @@ TEST_CASE("a cached GPU index is reused for the same model and budget and ignore
     r.model_path = test::scratch_dir("hybrid_cache") + "/model.gguf";
     r.budget = int64_t(16) << 20;
     r.reset_gpu_index = true;
-    const auto first = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    const auto first = place_on_device(*m, std::make_unique<device>(device::cpu(1)), r);
     CHECK(first.source.find("calibration") != std::string::npos);
     r.reset_gpu_index = false;
-    const auto second = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    const auto second = place_on_device(*m, std::make_unique<device>(device::cpu(1)), r);
     CHECK(second.source.find("GPU index") != std::string::npos);
     CHECK(second.plan.hot == first.plan.hot);
     r.budget = int64_t(12) << 20; // another budget: the cache is stale
-    const auto third = place_ffn(*m, std::make_unique<device>(device::cpu(1)), r);
+    const auto third = place_on_device(*m, std::make_unique<device>(device::cpu(1)), r);
     CHECK(third.source.find("GPU index") == std::string::npos);
 }
