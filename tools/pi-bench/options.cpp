@@ -29,7 +29,7 @@ void print_usage() {
         "  -c, --ctx-size N     KV cache positions (default n-prompt + n-gen + 16)\n"
         "      --json           print one JSON document instead of the markdown report\n"
         "      --no-bandwidth   skip the memory read-bandwidth probe\n"
-        "      --vram-budget GiB  memory for hot FFN neurons on the offload device\n"
+        "      --vram-budget GiB  offload device memory for dense blocks, KV cache and hot FFN neurons\n"
         "      --offload-device D auto, cuda, hip, cpu (a second CPU instance) or none\n"
         "  -h, --help           this text\n",
         stdout);

@@ -118,6 +118,7 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
     mp.dense = m == mode::dense ? 1 : 0;
     if (o.vram_budget_gib >= 0) mp.vram_budget = o.vram_budget_gib * 1073741824.0;
     if (!o.offload_device.empty()) mp.offload_device = o.offload_device.c_str();
+    mp.kv_n_ctx = o.n_ctx; // the benchmark's context may keep its KV cache on the device
     pi_model* raw_model = nullptr;
     const pi_status load = pi_model_load(path.c_str(), &mp, &raw_model);
     model_ptr model(raw_model, pi_model_free);

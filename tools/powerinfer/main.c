@@ -35,7 +35,7 @@ static void usage(FILE *out) {
             "      --temp F           temperature (default 0.8; 0 = greedy)\n"
             "      --top-k N          top-k (default 40; 0 = off)\n"
             "      --top-p F          top-p (default 0.95; 1 = off)\n"
-            "      --vram-budget GiB  memory for hot FFN neurons on the offload device\n"
+            "      --vram-budget GiB  offload device memory: dense blocks, KV cache, hot FFN neurons\n"
             "      --offload-device D auto (default: CUDA/HIP when usable), cuda, hip, cpu, none\n"
             "      --reset-gpu-index  re-plan instead of using MODEL.generated.gpuidx\n"
             "      --disable-gpu-index keep every FFN neuron on the CPU\n"
@@ -168,6 +168,7 @@ int main(int argc, char **argv) {
     mp.disable_gpu_index = o.disable_gpu_index;
     mp.offload_device = o.offload_device;
     mp.activation_stats = o.activation_stats;
+    mp.kv_n_ctx = o.n_ctx; /* as PowerInfer loading a model with its context: KV cache on the device when it fits */
     pi_model *model = NULL;
     const double t0 = now_seconds();
     pi_status st = pi_model_load(o.model, &mp, &model);
@@ -177,8 +178,9 @@ int main(int argc, char **argv) {
     info.struct_size = sizeof(info);
     if (pi_model_info_get(model, &info) == PI_OK && (o.vram_budget_given || o.offload_device)) {
         if (info.offload_device[0])
-            fprintf(stderr, "powerinfer: %.1f MiB of hot FFN neurons on %s\n", info.offload_bytes / 1048576.0,
-                    info.offload_device);
+            fprintf(stderr, "powerinfer: %.1f MiB of weights (dense blocks and hot FFN neurons) on %s%s\n",
+                    info.offload_bytes / 1048576.0, info.offload_device,
+                    info.kv_n_ctx_on_device > 0 ? ", KV cache too" : "");
         else
             fprintf(stderr, "powerinfer: no GPU backend is active: running on the CPU (see pi_system_info)\n");
     }
