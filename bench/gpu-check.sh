@@ -2,10 +2,10 @@
 # The GPU check: on a machine with an NVIDIA GPU (CUDA at /usr/local/cuda),
 #   1. build a Release tree with the CUDA module for this GPU's architecture,
 #   2. run the backend conformance suite with the GPU as the backend under test,
-#   3. check hybrid inference: the hybrid_* tests, and greedy generation with the hot FFN
-#      neurons on the GPU at VRAM budgets of 100% and 40% of the model against CPU-only
-#      generation (the same text is expected),
-#   4. run pi-bench at those two budgets.
+#   3. check hybrid inference: the hybrid_* tests, and greedy generation with the dense blocks,
+#      KV cache and hot FFN neurons on the GPU at VRAM budgets of 100% and 40% of the model
+#      against CPU-only generation (the same text is expected),
+#   4. run pi-bench CPU-only and at those two budgets (sparse mode), in one run.
 # Each step ends with one line "<step>: run, ok", "<step>: run, FAILED" or "<step>: absent
 # (<why>)"; a summary repeats them. The script fails when a step that ran failed, or when the
 # GPU itself is not usable.
@@ -17,8 +17,8 @@
 #   POWERINFER_CUDA_ARCHITECTURES   CUDA architectures to build (default: this GPU's, from
 #                                   nvidia-smi; else the project's list)
 #   PI_GPU_CHECK_MODEL              model for steps 3 and 4 (default: a synthetic F16 model made
-#                                   by pi-make-model from the vocabulary in PI_TEST_DATA or
-#                                   ../shared/data)
+#                                   by pi-make-model, shaped like a 1.1B Llama, from the
+#                                   vocabulary in PI_TEST_DATA or ../shared/data)
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -114,7 +114,7 @@ if [[ -z $model ]] && [[ -x $build/tools/pi-make-model/pi-make-model ]]; then
     model=$build/gpu-check-model.gguf
     if [[ ! -f $model ]] && [[ -f $vocab ]]; then
         "$build/tools/pi-make-model/pi-make-model" -o "$model" --vocab "$vocab" --f16 \
-            --n-embd 1024 --n-layer 8 --n-head 16 --n-ff 2752 --seed 7 || rm -f "$model"
+            --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 --n-ff 5632 --seed 1 || rm -f "$model"
     fi
 fi
 budget_full=""
@@ -140,7 +140,7 @@ else
             got=$(gen --offload-device cuda --vram-budget "$budget" --reset-gpu-index 2>"$build/gen.err")
             rc=$?
             cat "$build/gen.err"
-            if ((rc == 0)) && grep -q 'hot FFN neurons on cuda' "$build/gen.err" && [[ $got == "$want" ]]; then
+            if ((rc == 0)) && grep -q ' on cuda' "$build/gen.err" && [[ $got == "$want" ]]; then
                 report "hybrid generation at $budget GiB" "run, ok"
             else
                 printf 'CPU only: %s\nwith GPU: %s\n' "$want" "$got"
@@ -160,8 +160,14 @@ elif [[ ! -x $bench ]]; then
 elif ! "$bench" --help 2>&1 | grep -q -- '--vram-budget'; then
     report "pi-bench" "absent (pi-bench has no --vram-budget option)"
 else
+    if "$bench" -m "$model" -p 64 -n 32 -r 3 -t "$(nproc)" --modes sparse --offload-device none; then
+        report "pi-bench CPU only" "run, ok"
+    else
+        report "pi-bench CPU only" "run, FAILED"
+    fi
     for budget in "$budget_full" "$budget_part"; do
-        if "$bench" -m "$model" -p 64 -n 32 -r 3 -t "$(nproc)" --vram-budget "$budget"; then
+        if "$bench" -m "$model" -p 64 -n 32 -r 3 -t "$(nproc)" --modes sparse --offload-device cuda \
+            --vram-budget "$budget"; then
             report "pi-bench at $budget GiB" "run, ok"
         else
             report "pi-bench at $budget GiB" "run, FAILED"
