@@ -209,14 +209,15 @@ int launch_status() {
 int make_view(const pib_tensor* t, view& v) {
     if (t == nullptr || t->buffer == nullptr || t->ne0 < 0 || t->ne1 < 0)
         return PIB_ERR_INVALID_ARGUMENT;
-    const std::size_t elem = element_size(t->type);
-    if (elem == 0) return PIB_ERR_UNSUPPORTED;
+    const type_layout l = layout_of(t->type);
+    if (l.block == 0) return PIB_ERR_UNSUPPORTED;
+    if (static_cast<std::size_t>(t->ne0) % l.block != 0) return PIB_ERR_INVALID_ARGUMENT;
     std::size_t row = 0;
-    if (!pib_mul_fits(static_cast<std::size_t>(t->ne0), elem, &row) ||
+    if (!pib_mul_fits(static_cast<std::size_t>(t->ne0) / l.block, l.bytes, &row) ||
         !pib_view_fits(t, row, t->buffer->size))
         return PIB_ERR_INVALID_ARGUMENT;
     v = view{t->buffer->data + t->offset, t->ne0, t->ne1, t->nb1, t->type};
-    if (!v.rows_aligned(elem)) return PIB_ERR_INVALID_ARGUMENT;
+    if (!v.rows_aligned(l.align)) return PIB_ERR_INVALID_ARGUMENT;
     return PIB_OK;
 }
 

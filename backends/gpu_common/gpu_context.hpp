@@ -10,18 +10,29 @@
 namespace pi::gpu {
 
 // Type ids of lib/quant/types.hpp that the GPU kernels handle.
-enum : uint32_t { type_f32 = 0, type_f16 = 1, type_i32 = 18 };
+enum : uint32_t { type_f32 = 0, type_f16 = 1, type_q4_0 = 2, type_q8_0 = 8, type_i32 = 18 };
 
-// Bytes per element of a supported type, 0 for any other.
-inline std::size_t element_size(uint32_t type) {
+// How rows of a type are stored: elements and bytes per block (1 and the element size for
+// plain types), and the alignment every row needs. block == 0 for a type the kernels lack.
+struct type_layout {
+    std::size_t block = 0;
+    std::size_t bytes = 0;
+    std::size_t align = 0;
+};
+
+inline type_layout layout_of(uint32_t type) {
     switch (type) {
     case type_f32:
     case type_i32:
-        return 4;
+        return {1, 4, 4};
     case type_f16:
-        return 2;
+        return {1, 2, 2};
+    case type_q4_0:
+        return {w_q4_0::block, w_q4_0::block_bytes, w_q4_0::align};
+    case type_q8_0:
+        return {w_q8_0::block, w_q8_0::block_bytes, w_q8_0::align};
     default:
-        return 0;
+        return {};
     }
 }
 
@@ -66,8 +77,9 @@ struct view {
     }
 };
 
-// Validates t (non-null, supported type, rows inside the buffer, aligned for the element type)
-// and fills v: PIB_OK, PIB_ERR_INVALID_ARGUMENT, or PIB_ERR_UNSUPPORTED for another type.
+// Validates t (non-null, supported type, whole blocks per row, rows inside the buffer and
+// aligned for the type) and fills v: PIB_OK, PIB_ERR_INVALID_ARGUMENT, or PIB_ERR_UNSUPPORTED
+// for another type.
 int make_view(const pib_tensor* t, view& v);
 
 struct view_arg {

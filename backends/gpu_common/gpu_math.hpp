@@ -5,11 +5,14 @@
 // here includes a GPU runtime header, so a plain C++ compiler builds it too.
 //
 // A weight type is one traits struct: `unit` elements that one thread converts at once, the
-// byte alignment its vector load needs, load_unit (unit elements to floats) and load (one
-// element); the element-wise F32 and F16 structs also store (activations, KV cache). Every kernel
-// that reads weights is a template over such a struct, so adding a type (Q8_0, Q4_0) is one struct
-// here plus one case in each dispatch (gpu_dispatch.hpp).
+// byte alignment its loads need, load_unit (unit elements to floats) and load (one element); the
+// element-wise F32 and F16 structs also store (activations, KV cache). Every kernel that reads
+// weights is a template over such a struct, so adding a type is one struct here plus one case in
+// each dispatch (gpu_dispatch.hpp).
+#include "quant/blocks.hpp"
+
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -88,6 +91,17 @@ PI_HD void load16(const unsigned char* p, uint32_t (&out)[4]) {
 #endif
 }
 
+// 2 bytes from a 2-byte aligned address.
+PI_HD uint16_t load2(const unsigned char* p) {
+#ifdef PI_GPU_DEVICE_PASS
+    return *reinterpret_cast<const uint16_t*>(p);
+#else
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
 // ---- weight types ----
 
 struct w_f32 {
@@ -142,6 +156,73 @@ struct w_f16x8 {
         for (int e = 0; e < 4; ++e) {
             v[2 * e] = half_to_float(static_cast<uint16_t>(raw[e] & 0xffffu));
             v[2 * e + 1] = half_to_float(static_cast<uint16_t>(raw[e] >> 16));
+        }
+    }
+};
+
+// Quantized rows are runs of 32-element blocks (lib/quant/blocks.hpp), each a binary16 scale d
+// and the codes, dequantized as lib/quant's reference does: float(code) * d, one rounding. A
+// unit is a quarter block, so the four lanes that share a block read 8 consecutive blocks per
+// group step: every load of a group touches a few consecutive cache lines. Blocks are 34 and 18
+// bytes long, so only 2-byte loads are aligned at every block.
+template <class Block> struct quant_layout {
+    static constexpr int64_t block = 32;
+    static constexpr int64_t block_bytes = sizeof(Block);
+    static constexpr int64_t codes = offsetof(Block, qs);
+    static constexpr int unit = 8;
+    static constexpr int units_per_block = block / unit;
+    static constexpr int align = alignof(Block);
+
+    PI_HD static const unsigned char* block_at(const unsigned char* row, int64_t b) {
+        return row + b * block_bytes;
+    }
+    PI_HD static float scale(const unsigned char* blk) { return half_to_float(load2(blk)); }
+};
+
+// x = q * d, q a signed byte.
+struct w_q8_0 : quant_layout<block_q8_0> {
+    PI_HD static float code(uint32_t byte) {
+        return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(byte)));
+    }
+    PI_HD static float load(const unsigned char* row, int64_t i) {
+        const unsigned char* blk = block_at(row, i / block);
+        return code(blk[codes + i % block]) * scale(blk);
+    }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        const unsigned char* blk = block_at(row, u / units_per_block);
+        const float d = scale(blk);
+        const unsigned char* q = blk + codes + (u % units_per_block) * unit;
+        for (int e = 0; e < unit; e += 2) {
+            const uint32_t two = load2(q + e);
+            v[e] = code(two & 0xffu) * d;
+            v[e + 1] = code(two >> 8) * d;
+        }
+    }
+};
+
+// x = (q - 8) * d; element j < 16 is the low nibble of qs[j], element j + 16 the high nibble.
+// Quarters 0 and 1 are low nibbles of qs[0..7] and qs[8..15], quarters 2 and 3 their high ones.
+struct w_q4_0 : quant_layout<block_q4_0> {
+    static constexpr int64_t half = block / 2;
+    PI_HD static float code(uint32_t nibble) {
+        return static_cast<float>(static_cast<int32_t>(nibble & 0xfu) - 8);
+    }
+    PI_HD static float load(const unsigned char* row, int64_t i) {
+        const unsigned char* blk = block_at(row, i / block);
+        const int64_t j = i % block;
+        const uint32_t byte = blk[codes + j % half];
+        return code(j < half ? byte : byte >> 4) * scale(blk);
+    }
+    PI_HD static void load_unit(const unsigned char* row, int64_t u, float (&v)[unit]) {
+        const unsigned char* blk = block_at(row, u / units_per_block);
+        const float d = scale(blk);
+        const int quarter = static_cast<int>(u % units_per_block);
+        const unsigned char* q = blk + codes + (quarter % 2) * unit;
+        const int shift = quarter / 2 * 4;
+        for (int e = 0; e < unit; e += 2) {
+            const uint32_t two = load2(q + e);
+            v[e] = code(two >> shift) * d;
+            v[e + 1] = code(two >> (8 + shift)) * d;
         }
     }
 };

@@ -73,7 +73,7 @@ int get_rows(context& c, const pib_tensor* table, const pib_tensor* ids, const p
         return s;
     if (!i.is(type_i32) || i.ne1 != 1 || !o.is(type_f32) || o.ne0 != t.ne0 || o.ne1 != i.ne0)
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_elements(t.type, [&]<class T>(T) {
+    return with_weight_elements(t.type, [&]<class T>(T) {
         if (o.ne0 == 0 || o.ne1 == 0) return static_cast<int>(PIB_OK);
         launch(get_rows_kernel<T>, grid_2d(o.ne0, o.ne1, threads), threads, c.stream, t, i, o,
                c.fault);

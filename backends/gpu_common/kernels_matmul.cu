@@ -100,7 +100,7 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
         });
     }
     if (vx.ne1 > max_grid_yz * tile_tokens) return PIB_ERR_INVALID_ARGUMENT;
-    return with_elements(vw.type, [&]<class W>(W) {
+    return with_weight_elements(vw.type, [&]<class W>(W) {
         const dim3 grid(blocks_for(vw.ne1, tile_rows), blocks_for(vx.ne1, tile_tokens));
         launch(mul_mat_tiled_kernel<W>, grid, tile_threads, c.stream, vw, vx, vy);
         return launch_status();

@@ -189,7 +189,7 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
     if (!va.is(type_f32) || !vy.is(type_f32) || va.ne0 != vw.ne1 || vy.ne0 != vw.ne0 ||
         vy.ne1 != va.ne1 || !lists_shaped(vi, vc, va.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_elements(vw.type, [&]<class W>(W) {
+    return with_weight_elements(vw.type, [&]<class W>(W) {
         if (vy.ne0 == 0 || vy.ne1 == 0) return static_cast<int>(PIB_OK);
         // Few output blocks (one decode token) would leave most multiprocessors idle, so the
         // lists are split into segments summed separately, then added in a fixed order.

@@ -22,9 +22,15 @@ inline constexpr double exact = 0.0;
 inline constexpr double tol_pointwise = 1e-12;
 // Float dot products and softmax sums against the double-accumulating reference.
 inline constexpr double tol_reduction = 1e-10;
+// Products with Q4_0/Q8_0 weights on a backend that quantizes the activations to Q8_0 blocks
+// first, as ggml and the CPU's fast kernels do: rounding each element to 1/254 of its block's
+// largest magnitude gives an NMSE of about 1.5e-5 for uniform activations.
+inline constexpr double tol_q8_activations = 1e-4;
 
 inline constexpr uint32_t F32 = 0;
 inline constexpr uint32_t F16 = 1;
+inline constexpr uint32_t Q4_0 = 2;
+inline constexpr uint32_t Q8_0 = 8;
 inline constexpr uint32_t I32 = 18;
 
 // Tensors start this far into their buffer unless a test asks for another offset, so a kernel
@@ -62,6 +68,8 @@ class bench {
     // F16 from floats rounded to half.
     twin f16(int64_t ne0, int64_t ne1, std::span<const float> v, std::size_t pad = 0,
              std::size_t offset = default_offset);
+    // F32, F16, or a quantized type (lib/quant's reference quantizer, ne0 a multiple of its
+    // block); `pad` counts elements for F32/F16 and blocks for quantized types.
     twin typed(uint32_t type, int64_t ne0, int64_t ne1, std::span<const float> v,
                std::size_t pad = 0, std::size_t offset = default_offset);
     twin i32(int64_t ne0, int64_t ne1, std::span<const int32_t> v);
@@ -88,6 +96,14 @@ class bench {
   private:
     std::vector<pib_buffer*> buffers_[2];
 };
+
+// The tolerance of mul_mat and mul_mat_sparse with weights of `type` on the backend under test:
+// the CPU's fast kernels quantize the activations of Q4_0/Q8_0 products (tol_q8_activations);
+// the GPU kernels dequantize the weights and sum in float (tol_reduction).
+double tol_product(uint32_t type);
+
+// The type's name for labels ("F32", "Q4_0").
+std::string type_name(uint32_t type);
 
 std::vector<float> random_floats(std::size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 

@@ -69,6 +69,37 @@ TEST_CASE("shape mismatches are refused with PIB_ERR_INVALID_ARGUMENT") {
     CHECK(tested().vt->relu(tested().ctx, &past_end, &past_end) == PIB_ERR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("quantized weights with partial blocks or misaligned rows are refused") {
+    for (uint32_t type : {Q4_0, Q8_0}) {
+        INFO(type_name(type));
+        bench bn;
+        const twin w = bn.typed(type, 64, 3, random_floats(64 * 3, 59));
+        const twin x = bn.f32(48, 1, random_floats(48, 60));
+        const twin y = bn.f32(3, 1, random_floats(3, 61));
+        twin partial = w; // 48 elements: one and a half blocks
+        for (pib_tensor& t : partial.at)
+            t.ne0 = 48;
+        bn.run([&](const pib_vtable& vt, void* ctx,
+                   int s) { return vt.mul_mat(ctx, &partial.at[s], &x.at[s], &y.at[s]); },
+               PIB_ERR_INVALID_ARGUMENT);
+        const twin odd = bn.typed(type, 64, 3, random_floats(64 * 3, 62), 0, 33);
+        const twin x64 = bn.f32(64, 1, random_floats(64, 63));
+        bn.run([&](const pib_vtable& vt, void* ctx,
+                   int s) { return vt.mul_mat(ctx, &odd.at[s], &x64.at[s], &y.at[s]); },
+               PIB_ERR_INVALID_ARGUMENT);
+        const twin ids = bn.i32(1, 1, std::vector<int32_t>{2});
+        const twin row = bn.f32(48, 1, random_floats(48, 64));
+        bn.run([&](const pib_vtable& vt, void* ctx,
+                   int s) { return vt.get_rows(ctx, &partial.at[s], &ids.at[s], &row.at[s]); },
+               PIB_ERR_INVALID_ARGUMENT);
+        // Quantized tables are read-only: nothing stores into blocks.
+        const twin src = bn.f32(64, 1, random_floats(64, 65));
+        bn.run([&](const pib_vtable& vt, void* ctx,
+                   int s) { return vt.set_rows(ctx, &src.at[s], &ids.at[s], &w.at[s]); },
+               PIB_ERR_UNSUPPORTED);
+    }
+}
+
 TEST_CASE("an index or count outside its range is reported, and the backend keeps working") {
     bench bn;
     const twin table = bn.f32(16, 4, random_floats(64, 53));

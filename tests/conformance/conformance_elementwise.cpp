@@ -3,18 +3,23 @@
 
 using namespace pi::conformance;
 
-TEST_CASE("get_rows gathers F32 and F16 rows as F32, repeated ids included") {
-    for (uint32_t type : {F32, F16}) {
-        for (int64_t ne0 : {67, 256}) {
+TEST_CASE("get_rows gathers F32, F16, Q4_0 and Q8_0 rows as F32, repeated ids included") {
+    // Quantized rows: one block, and several blocks with a padding block between rows.
+    const std::pair<uint32_t, std::vector<int64_t>> widths[] = {
+        {F32, {67, 256}}, {F16, {67, 256}}, {Q4_0, {32, 288}}, {Q8_0, {32, 288}}};
+    for (const auto& [type, ne0s] : widths) {
+        for (int64_t ne0 : ne0s) {
             bench b;
-            const twin table = b.typed(type, ne0, 13, random_floats(ne0 * 13, 20), 3);
+            const std::size_t pad = type == F32 || type == F16 ? 3 : 1;
+            const twin table = b.typed(type, ne0, 13, random_floats(ne0 * 13, 20), pad);
             const std::vector<int32_t> ids = {12, 0, 5, 5, 7};
             const twin id = b.i32(5, 1, ids);
             const twin out = b.f32(ne0, 5, random_floats(ne0 * 5, 21), 1);
             b.run([&](const pib_vtable& vt, void* ctx, int s) {
                 return vt.get_rows(ctx, &table.at[s], &id.at[s], &out.at[s]);
             });
-            b.expect_close(out, exact, "get_rows ne0=" + std::to_string(ne0));
+            b.expect_close(out, exact,
+                           "get_rows " + type_name(type) + " ne0=" + std::to_string(ne0));
         }
     }
 }

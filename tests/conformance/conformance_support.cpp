@@ -58,7 +58,17 @@ twin bench::f16(int64_t ne0, int64_t ne1, std::span<const float> v, std::size_t 
 
 twin bench::typed(uint32_t type, int64_t ne0, int64_t ne1, std::span<const float> v,
                   std::size_t pad, std::size_t offset) {
-    return type == F16 ? f16(ne0, ne1, v, pad, offset) : f32(ne0, ne1, v, pad, offset);
+    if (type == F32) return f32(ne0, ne1, v, pad, offset);
+    if (type == F16) return f16(ne0, ne1, v, pad, offset);
+    REQUIRE(v.size() == static_cast<std::size_t>(ne0 * ne1));
+    const type_traits tt = traits_of(type);
+    REQUIRE((tt.from_float != nullptr));
+    REQUIRE(ne0 % tt.block_size == 0);
+    const std::size_t row = row_bytes(static_cast<ggml_type>(type), ne0);
+    std::vector<unsigned char> q(row * static_cast<std::size_t>(ne1));
+    for (int64_t r = 0; r < ne1; ++r)
+        tt.from_float(v.data() + r * ne0, q.data() + row * r, ne0);
+    return raw(type, ne0, ne1, q.data(), pad, offset);
 }
 
 twin bench::i32(int64_t ne0, int64_t ne1, std::span<const int32_t> v) {
@@ -117,6 +127,16 @@ void bench::expect_close(const twin& t, double tol, const std::string& what) con
     if (current().verbose) std::printf("%s: NMSE %.3g (tolerance %.3g)\n", what.c_str(), e, tol);
     INFO(what << ": NMSE " << e << " (tolerance " << tol << ")");
     CHECK(e <= tol);
+}
+
+double tol_product(uint32_t type) {
+    const bool quantized = type == Q4_0 || type == Q8_0;
+    return quantized && current().name == "cpu" ? tol_q8_activations : tol_reduction;
+}
+
+std::string type_name(uint32_t type) {
+    const char* name = traits_of(type).name;
+    return name != nullptr ? name : "type " + std::to_string(type);
 }
 
 std::vector<float> random_floats(std::size_t n, uint32_t seed, float lo, float hi) {

@@ -1,7 +1,8 @@
 // The per-thread math of the GPU kernels (backends/gpu_common/gpu_math.hpp), compiled here by
-// the host compiler and checked against the reference: lib/quant's fp16 conversion and the
-// formulas of the CPU kernels.
+// the host compiler and checked against the reference: lib/quant's fp16 conversion and block
+// dequantization, and the formulas of the CPU kernels.
 #include "gpu_common/gpu_math.hpp"
+#include "quant/quantize.hpp"
 #include "quant/types.hpp"
 
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 using namespace pi::gpu;
@@ -41,6 +43,75 @@ std::vector<float> random_floats(std::size_t n, uint32_t seed) {
 struct alignas(16) row_bytes {
     std::array<unsigned char, 4096> b{};
 };
+
+// Same bits, or both NaN (an infinite scale times a zero code).
+bool same_float(float a, float b) {
+    return bits(a) == bits(b) || (std::isnan(a) && std::isnan(b));
+}
+
+// Blocks of a quantized type as lib/quant sees them, with the raw-byte view the traits read.
+template <class Block> struct block_row {
+    std::vector<Block> blocks;
+
+    int64_t n() const { return static_cast<int64_t>(blocks.size()) * 32; }
+    const unsigned char* bytes() const {
+        return reinterpret_cast<const unsigned char*>(blocks.data());
+    }
+};
+
+// Scales that stress the conversion: zero and negative zero, the smallest subnormal, the largest
+// finite value of both signs, infinity and NaN.
+constexpr uint16_t edge_scales[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400,
+                                    0x7bff, 0xfbff, 0x3c00, 0x7c00, 0xfc00, 0x7e00};
+
+// Random scales (every exponent, both signs) and random codes, then blocks of every edge scale
+// with extreme codes: all zero bytes, all 0xff bytes, and alternating extremes.
+template <class Block> block_row<Block> test_blocks(uint32_t seed) {
+    std::mt19937 rng(seed);
+    block_row<Block> row;
+    for (int i = 0; i < 64; ++i) {
+        Block b{};
+        b.d = static_cast<uint16_t>(rng() & 0xffffu);
+        if ((b.d & 0x7c00u) == 0x7c00u) b.d &= 0xbfffu; // finite: infinities come below
+        for (auto& q : b.qs)
+            q = static_cast<std::remove_reference_t<decltype(q)>>(rng() & 0xffu);
+        row.blocks.push_back(b);
+    }
+    for (uint16_t d : edge_scales) {
+        for (int fill : {0x00, 0xff, -1}) {
+            Block b{};
+            b.d = d;
+            for (std::size_t j = 0; j < sizeof b.qs; ++j) {
+                const int byte = fill >= 0 ? fill : (j % 2 == 0 ? 0x80 : 0x7f);
+                b.qs[j] = static_cast<std::remove_reference_t<decltype(b.qs[j])>>(byte);
+            }
+            row.blocks.push_back(b);
+        }
+    }
+    return row;
+}
+
+// Every element through load and every unit through load_unit equals lib/quant's dequantized
+// value, bit for bit.
+template <class W, class Block, class Dequantize>
+void check_against_reference(const block_row<Block>& row, Dequantize dequantize) {
+    std::vector<float> want(static_cast<std::size_t>(row.n()));
+    dequantize(row.blocks.data(), want.data(), row.n());
+    int mismatches = 0;
+    int64_t first_bad = -1;
+    for (int64_t i = 0; i < row.n(); ++i) {
+        if (!same_float(W::load(row.bytes(), i), want[i]) && mismatches++ == 0) first_bad = i;
+    }
+    for (int64_t u = 0; u < row.n() / W::unit; ++u) {
+        float v[W::unit];
+        W::load_unit(row.bytes(), u, v);
+        for (int e = 0; e < W::unit; ++e)
+            if (!same_float(v[e], want[u * W::unit + e]) && mismatches++ == 0)
+                first_bad = u * W::unit + e;
+    }
+    INFO("first mismatch at element " << first_bad);
+    CHECK(mismatches == 0);
+}
 
 template <class W> double dot_by_units(const unsigned char* row, int64_t n, const float* x) {
     float acc = 0.0f;
@@ -134,6 +205,84 @@ TEST_CASE("unit dot products match a double-precision dot product") {
     CHECK(std::fabs(dot_by_units<w_f32x4>(f32_row.b.data(), n, x.data()) - want32) <= tol);
     CHECK(std::fabs(dot_by_units<w_f16>(f16_row.b.data(), n, x.data()) - want16) <= tol);
     CHECK(std::fabs(dot_by_units<w_f16x8>(f16_row.b.data(), n, x.data()) - want16) <= tol);
+}
+
+TEST_CASE("Q8_0 traits dequantize random and edge blocks exactly as lib/quant") {
+    static_assert(w_q8_0::block_bytes == 34 && w_q8_0::codes == 2 && w_q8_0::align == 2);
+    check_against_reference<w_q8_0>(test_blocks<pi::block_q8_0>(6), pi::dequantize_row_q8_0);
+}
+
+TEST_CASE("Q4_0 traits dequantize random and edge blocks exactly as lib/quant") {
+    static_assert(w_q4_0::block_bytes == 18 && w_q4_0::codes == 2 && w_q4_0::align == 2);
+    check_against_reference<w_q4_0>(test_blocks<pi::block_q4_0>(7), pi::dequantize_row_q4_0);
+}
+
+TEST_CASE("an all-zero block is +0 and a negative-zero scale keeps the product's sign") {
+    pi::block_q8_0 q8{};
+    pi::block_q4_0 q4{};
+    const auto* p8 = reinterpret_cast<const unsigned char*>(&q8);
+    const auto* p4 = reinterpret_cast<const unsigned char*>(&q4);
+    for (int64_t i = 0; i < 32; ++i) {
+        CHECK(bits(w_q8_0::load(p8, i)) == 0u);
+        // Code 0 is -8 in Q4_0: -8 * +0 is -0.
+        CHECK(bits(w_q4_0::load(p4, i)) == 0x80000000u);
+    }
+    q8.d = 0x8000;
+    q8.qs[0] = 5;
+    q8.qs[1] = -5;
+    q4.d = 0x8000;
+    q4.qs[0] = 0x9f; // element 0: code 15 (+7), element 16: code 9 (+1)
+    CHECK(bits(w_q8_0::load(p8, 0)) == 0x80000000u);
+    CHECK(bits(w_q8_0::load(p8, 1)) == 0u);
+    CHECK(bits(w_q8_0::load(p8, 2)) == 0x80000000u); // code 0 times -0
+    CHECK(bits(w_q4_0::load(p4, 0)) == 0x80000000u);
+    CHECK(bits(w_q4_0::load(p4, 16)) == 0x80000000u);
+    CHECK(bits(w_q4_0::load(p4, 1)) == 0u); // code 0 (-8) times -0
+}
+
+TEST_CASE("quantized rows at a 2-byte but not 4-byte aligned address load the same values") {
+    const block_row<pi::block_q8_0> q8 = test_blocks<pi::block_q8_0>(8);
+    const block_row<pi::block_q4_0> q4 = test_blocks<pi::block_q4_0>(9);
+    std::vector<unsigned char> shifted(2 + q8.blocks.size() * sizeof(pi::block_q8_0) + 4);
+    auto check_shifted = [&]<class W>(W, const unsigned char* src, std::size_t size, int64_t n) {
+        std::memcpy(shifted.data() + 2, src, size);
+        int mismatches = 0;
+        for (int64_t u = 0; u < n / W::unit; ++u) {
+            float got[W::unit], want[W::unit];
+            W::load_unit(shifted.data() + 2, u, got);
+            W::load_unit(src, u, want);
+            for (int e = 0; e < W::unit; ++e)
+                mismatches += same_float(got[e], want[e]) ? 0 : 1;
+        }
+        CHECK(mismatches == 0);
+    };
+    check_shifted(w_q8_0{}, q8.bytes(), q8.blocks.size() * sizeof(pi::block_q8_0), q8.n());
+    check_shifted(w_q4_0{}, q4.bytes(), q4.blocks.size() * sizeof(pi::block_q4_0), q4.n());
+}
+
+TEST_CASE("quantized unit dot products match a double-precision dot over the dequantized row") {
+    const int64_t n = 1024;
+    const std::vector<float> v = random_floats(n, 10);
+    const std::vector<float> x = random_floats(n, 11);
+    std::vector<pi::block_q8_0> q8(n / 32);
+    std::vector<pi::block_q4_0> q4(n / 32);
+    pi::quantize_row_q8_0(v.data(), q8.data(), n);
+    pi::quantize_row_q4_0(v.data(), q4.data(), n);
+    std::vector<float> d8(n), d4(n);
+    pi::dequantize_row_q8_0(q8.data(), d8.data(), n);
+    pi::dequantize_row_q4_0(q4.data(), d4.data(), n);
+    double want8 = 0.0, want4 = 0.0, scale8 = 0.0, scale4 = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        want8 += static_cast<double>(d8[i]) * x[i];
+        want4 += static_cast<double>(d4[i]) * x[i];
+        scale8 += std::fabs(static_cast<double>(d8[i]) * x[i]);
+        scale4 += std::fabs(static_cast<double>(d4[i]) * x[i]);
+    }
+    // A float FMA chain over n terms, as for the float types.
+    const auto* b8 = reinterpret_cast<const unsigned char*>(q8.data());
+    const auto* b4 = reinterpret_cast<const unsigned char*>(q4.data());
+    CHECK(std::fabs(dot_by_units<w_q8_0>(b8, n, x.data()) - want8) <= scale8 * n * 6e-8);
+    CHECK(std::fabs(dot_by_units<w_q4_0>(b4, n, x.data()) - want4) <= scale4 * n * 6e-8);
 }
 
 TEST_CASE("activations follow the CPU formulas") {
