@@ -76,6 +76,9 @@ int device_info(context& c, pib_device_info* out) {
     out->memory_total = total;
     out->memory_free = free_bytes;
     out->host_visible = 0;
+    out->weight_types = 0;
+    for (const uint32_t t : {type_f32, type_f16, type_q4_0, type_q8_0})
+        out->weight_types |= PIB_TYPE_BIT(t);
     return PIB_OK;
 }
 

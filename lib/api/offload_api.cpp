@@ -97,12 +97,23 @@ pi_status pi_model_estimate_memory(const char* path, const pi_model_params* para
             text = "dense inference: every FFN neuron runs on the CPU, nothing is offloaded\n";
         } else {
             offload_request r = request_of(p, path, budget);
-            planner::plan_input in = plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch, r.kv_n_ctx);
+            // The weight types of the device that loading would pick; without one, every type.
+            uint64_t weight_types = ~uint64_t{0};
+            if (const chosen_device chosen = choose(p, budget); chosen.dev) {
+                pib_device_info info{};
+                device::check("reading the device's properties",
+                              chosen.dev->vt().device_info(chosen.dev->ctx(), &info));
+                weight_types = info.weight_types;
+            } else {
+                text = "no offload device is usable: the placement assumes one that computes every weight type\n";
+            }
+            planner::plan_input in =
+                plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch, r.kv_n_ctx, weight_types);
             if (!r.disable_gpu_index) {
                 in.frequencies = r.stats_path.empty() ? calibrate_activations(*m, 1)
                                                       : planner::load_activation_stats(r.stats_path).counts;
             }
-            text = planner::describe(planner::make_plan(in));
+            text += planner::describe(planner::make_plan(in));
         }
         *len = text.size();
         if (text.size() + 1 > capacity)

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define PIB_API_VERSION 1
+#define PIB_API_VERSION 2
 
 typedef enum pib_status {
     PIB_OK = 0,
@@ -75,7 +75,12 @@ typedef struct pib_device_info {
     size_t memory_total;  /* bytes */
     size_t memory_free;   /* bytes */
     int32_t host_visible; /* 1 when buffers are plain host memory (pointers usable in place) */
+    /* Bit PIB_TYPE_BIT(t) set: ggml type t is accepted as weights by mul_mat, mul_mat_sparse,
+     * axpy_sparse and get_rows. */
+    uint64_t weight_types;
 } pib_device_info;
+
+#define PIB_TYPE_BIT(type) (UINT64_C(1) << (type))
 
 typedef struct pib_vtable {
     uint32_t api_version; /* PIB_API_VERSION */

@@ -65,16 +65,27 @@ std::vector<std::vector<float>> calibrate_activations(const model& m, int32_t n_
     return ctx.activation_counts();
 }
 
-planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch,
-                                   int32_t kv_n_ctx) {
+planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch, int32_t kv_n_ctx,
+                                   uint64_t weight_types) {
     const hparams& h = m.hp();
+    const auto supported = [weight_types](std::initializer_list<const pib_tensor*> tensors) {
+        return std::all_of(tensors.begin(), tensors.end(), [weight_types](const pib_tensor* t) {
+            return (weight_types & PIB_TYPE_BIT(t->type)) != 0;
+        });
+    };
     planner::plan_input in;
-    for (const layer_weights& w : m.layers())
-        in.layers.push_back(
-            planner::layer_geometry{packed_bytes({&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo}),
-                                    packed_bytes({&w.fc1, &w.fc2}), packed_bytes({&w.ffn_norm}),
-                                    w.up.nb1 + w.gate.nb1 + w.down_t.nb1, h.n_ff});
+    for (const layer_weights& w : m.layers()) {
+        planner::layer_geometry g{packed_bytes({&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo}),
+                                  packed_bytes({&w.fc1, &w.fc2}), packed_bytes({&w.ffn_norm}),
+                                  w.up.nb1 + w.gate.nb1 + w.down_t.nb1, h.n_ff};
+        g.attn_supported = supported({&w.attn_norm, &w.wq, &w.wk, &w.wv, &w.wo});
+        g.predictor_supported = supported({&w.fc1, &w.fc2});
+        g.ffn_norm_supported = supported({&w.ffn_norm});
+        g.ffn_supported = supported({&w.up, &w.gate, &w.down_t});
+        in.layers.push_back(g);
+    }
     in.output_bytes = packed_bytes({&m.output_norm(), &m.output()});
+    in.output_supported = supported({&m.output_norm(), &m.output()});
     in.kv_bytes_per_layer = kv_n_ctx > 0 ? context::device_kv_layer_bytes(h, kv_n_ctx) : 0;
     in.scratch_bytes = context::device_scratch_bytes(m, n_batch, h.n_ff);
     in.alignment = static_cast<uint32_t>(device_tensor_alignment);
@@ -86,18 +97,15 @@ offload_result place_on_device(const model& m, std::unique_ptr<device> dev,
                                const offload_request& r) {
     offload_result out;
     if (!m.sparse_inference()) return out;
-    uint64_t budget = 0;
-    if (r.budget >= 0) {
-        budget = static_cast<uint64_t>(r.budget);
-    } else {
-        pib_device_info info{};
-        device::check("reading device memory", dev->vt().device_info(dev->ctx(), &info));
-        budget = info.memory_free > safety_margin ? info.memory_free - safety_margin : 0;
-    }
+    pib_device_info info{};
+    device::check("reading the device's properties", dev->vt().device_info(dev->ctx(), &info));
+    const uint64_t budget = r.budget >= 0 ? static_cast<uint64_t>(r.budget)
+                            : info.memory_free > safety_margin ? info.memory_free - safety_margin
+                                                               : 0;
     if (r.kv_n_ctx < 0)
         fail(status::invalid_argument, "the KV cache size to reserve is negative (", r.kv_n_ctx,
              ")");
-    planner::plan_input in = plan_input_for(m, budget, r.n_batch, r.kv_n_ctx);
+    planner::plan_input in = plan_input_for(m, budget, r.n_batch, r.kv_n_ctx, info.weight_types);
     const std::string index_path = planner::gpu_index_path(r.model_path);
     const std::string fingerprint = planner::model_fingerprint(m.file());
     std::optional<planner::plan> cached;

@@ -91,23 +91,28 @@ bool place_dense(const plan_input& in, plan& p, uint64_t& left) {
     p.bytes_scratch = scratch;
     left = in.budget - scratch;
 
-    const auto take = [&](uint64_t bytes, uint64_t& category) {
+    bool all_fit = true;
+    // Whether the group goes to the device; an unsupported group stays on the CPU, and after a
+    // group that did not fit nothing more is placed.
+    const auto take = [&](bool supported, uint64_t bytes, uint64_t& category) {
+        if (!supported || !all_fit) return false;
         const uint64_t size = align_up(bytes, in.alignment, "group bytes");
-        if (size > left) return false;
+        if (size > left) return all_fit = false;
         left -= size;
         category += size;
         return true;
     };
     const size_t n_layer = in.layers.size();
     for (size_t l = 0; l < n_layer; ++l)
-        if (!(p.attn_on_device[l] = take(in.layers[l].attn_bytes, p.bytes_attn))) return false;
+        p.attn_on_device[l] = take(in.layers[l].attn_supported, in.layers[l].attn_bytes, p.bytes_attn);
     for (size_t l = 0; l < n_layer; ++l)
-        if (!(p.predictor_on_device[l] = take(in.layers[l].predictor_bytes, p.bytes_predictor)))
-            return false;
+        p.predictor_on_device[l] =
+            take(in.layers[l].predictor_supported, in.layers[l].predictor_bytes, p.bytes_predictor);
     for (size_t l = 0; l < n_layer; ++l)
-        if (!(p.ffn_norm_on_device[l] = take(in.layers[l].ffn_norm_bytes, p.bytes_ffn_norm)))
-            return false;
-    return p.output_on_device = take(in.output_bytes, p.bytes_output);
+        p.ffn_norm_on_device[l] =
+            take(in.layers[l].ffn_norm_supported, in.layers[l].ffn_norm_bytes, p.bytes_ffn_norm);
+    p.output_on_device = take(in.output_supported, in.output_bytes, p.bytes_output);
+    return all_fit;
 }
 
 void place_kv(const plan_input& in, plan& p, uint64_t& left) {
@@ -170,7 +175,7 @@ void place_ffn(const plan_input& in, plan& p, uint64_t left) {
         prefix[l].assign(f.size() + 1, 0.0);
         for (size_t i = 0; i < f.size(); ++i)
             prefix[l][i + 1] = prefix[l][i] + f[order[l][i]];
-        push_next(l);
+        if (in.layers[l].ffn_supported) push_next(l);
     }
     while (!queue.empty()) {
         const size_t l = queue.top().layer;
@@ -252,6 +257,11 @@ std::optional<plan> make_plan_with_hot(const plan_input& in,
     }
     for (size_t l = 0; l < hot.size(); ++l) {
         const int32_t k = static_cast<int32_t>(hot[l].size());
+        if (k > 0 && !in.layers[l].ffn_supported) {
+            log(log_level::info, concat("planner: cached hot neurons ignored: the device cannot compute layer ",
+                                        l, "'s FFN weights"));
+            return std::nullopt;
+        }
         if (k != in.layers[l].n_ff && k % in.neuron_granularity != 0) {
             log(log_level::info,
                 concat("planner: cached hot neurons ignored: layer ", l, " has ", k,

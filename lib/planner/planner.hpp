@@ -27,11 +27,15 @@ struct layer_geometry {
     uint64_t ffn_norm_bytes = 0;
     uint64_t neuron_bytes = 0; // one neuron's row of up + gate + down_t on the device
     int32_t n_ff = 0;
+    // false: the device cannot compute with the group's weight types; the group stays on the CPU
+    // without ending the dense placement, and an unsupported FFN gets no hot neurons.
+    bool attn_supported = true, predictor_supported = true, ffn_norm_supported = true, ffn_supported = true;
 };
 
 struct plan_input {
     std::vector<layer_geometry> layers;
     uint64_t output_bytes = 0; // output_norm + output
+    bool output_supported = true;
     uint64_t kv_bytes_per_layer = 0;
     uint64_t scratch_bytes = 0;      // activations the device needs
     uint64_t budget = 0;             // 0: no device, everything on the CPU
@@ -56,8 +60,8 @@ struct plan {
 };
 
 // Scratch first (pi::error(out_of_memory) naming the shortfall when it does not fit a non-zero
-// budget), then attention layer by layer, predictors, ffn norms, output, stopping at the first
-// group that does not fit; when all of them fit, the KV cache (all or nothing) and the FFN: hot
+// budget), then attention layer by layer, predictors, ffn norms, output (skipping unsupported
+// groups), stopping at the first group that does not fit; when all of them fit, the KV cache (all or nothing) and the FFN: hot
 // neurons chosen globally across layers in chunks of neuron_granularity by activation frequency
 // per byte. pi::error(invalid_argument) for inconsistent input.
 plan make_plan(const plan_input& in);

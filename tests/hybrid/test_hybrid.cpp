@@ -235,7 +235,7 @@ TEST_CASE("the planner's budget holds for everything the device allocates, at se
     const auto m = model::load(model_path(), load_options{});
     const hparams& h = m->hp();
     constexpr int32_t n_ctx = 64;
-    const planner::plan_input in = plan_input_for(*m, 0, max_offload_batch, n_ctx);
+    const planner::plan_input in = plan_input_for(*m, 0, max_offload_batch, n_ctx, ~uint64_t{0});
     uint64_t dense = in.output_bytes;
     for (const auto& l : in.layers)
         dense += l.attn_bytes + l.predictor_bytes + l.ffn_norm_bytes;

@@ -419,3 +419,30 @@ TEST_CASE("describe reports every category and the hot neurons per layer") {
                              "kv cache", "ffn hot", "MiB", "0:64/64", "1:64/64", "(2/2 layers)"})
         CHECK_MESSAGE(text.find(part) != std::string::npos, part, "\n", text);
 }
+
+TEST_CASE("groups the device cannot compute stay on the CPU without ending the dense placement") {
+    plan_input in = uniform(3, 64, 1000000);
+    in.layers[1].predictor_supported = false; // e.g. a Q5_0 predictor on a GPU without Q5_0
+    in.layers[2].ffn_supported = false;
+    in.output_supported = false;
+    const plan p = make_plan(in);
+    CHECK(p.attn_on_device == std::vector<bool>{true, true, true});
+    CHECK(p.predictor_on_device == std::vector<bool>{true, false, true});
+    CHECK(p.ffn_norm_on_device == std::vector<bool>{true, true, true});
+    CHECK_FALSE(p.output_on_device);
+    CHECK(p.kv_on_device);
+    CHECK(p.hot[0].size() == 64);
+    CHECK(p.hot[1].size() == 64);
+    CHECK(p.hot[2].empty());
+    CHECK(p.bytes_predictor == 2 * 100);
+    CHECK(p.bytes_output == 0);
+    CHECK(recount(in, p) == p.bytes_total);
+
+    // A cached plan with hot neurons in a layer the device cannot compute is not reused.
+    std::vector<std::vector<int32_t>> hot(3);
+    hot[2] = {0, 1, 2, 3};
+    CHECK_FALSE(make_plan_with_hot(in, hot).has_value());
+    hot[2].clear();
+    hot[0] = {0, 1, 2, 3};
+    CHECK(make_plan_with_hot(in, hot).has_value());
+}
