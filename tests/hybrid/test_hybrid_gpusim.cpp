@@ -1,0 +1,149 @@
+// The offload path through the GPU kernel sources: the CPU simulation module (libpowerinfer-gpusim,
+// built from backends/gpu_common like the CUDA and HIP modules) is the device, holding the dense
+// blocks, the KV cache and hot neurons of F16, Q4_0 and Q8_0 models, so every device kernel the
+// engine calls runs here as it would on a GPU. Tokens must equal CPU-only inference.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/context.hpp"
+#include "engine/offload.hpp"
+#include "engine/placement.hpp"
+#include "model/model.hpp"
+#include "model/quantize_model.hpp"
+#include "support/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace pi;
+
+namespace {
+
+const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
+constexpr int n_steps = 3;
+
+const std::string& scratch() {
+    static const std::string dir = test::scratch_dir("hybrid_gpusim");
+    return dir;
+}
+
+std::string model_path(ggml_type type) {
+    const std::string& dir = scratch();
+    static const std::string f32 =
+        test::write_tiny_model(dir, "sparse.gguf", test::tiny_model_options(true));
+    if (type == ggml_type::f32) return f32;
+    const std::string out = dir + "/sparse-" + traits_of(type).name + ".gguf";
+    quantize_options o;
+    o.type = type;
+    o.n_threads = 1;
+    quantize_model(f32, out, o);
+    return out;
+}
+
+// Logits after the prompt and after each of `forced` decoded one at a time; with `forced` empty,
+// decodes n_new greedy tokens and returns them there.
+std::vector<std::vector<float>> run(const model& m, const offload* off,
+                                    std::vector<int32_t>& forced, int n_new) {
+    context_options co;
+    co.n_ctx = 64;
+    co.n_threads = 1;
+    co.offloaded = off;
+    context ctx(m, co);
+    ctx.decode(batch_view{prompt, {}, {}});
+    const bool greedy = forced.empty();
+    std::vector<std::vector<float>> steps;
+    for (int i = 0; i < n_new; ++i) {
+        const auto l = ctx.logits(-1);
+        steps.emplace_back(l.begin(), l.end());
+        if (greedy)
+            forced.push_back(
+                static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()));
+        const int32_t one[1] = {forced[static_cast<size_t>(i)]};
+        ctx.decode(batch_view{one, {}, {}});
+    }
+    return steps;
+}
+
+int32_t argmax(const std::vector<float>& v) {
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+std::unique_ptr<device> gpusim() {
+    try {
+        return std::make_unique<device>(device::from_module("gpusim", 0));
+    } catch (const error& e) {
+        MESSAGE("the gpusim module is not usable: ", e.what());
+        return nullptr;
+    }
+}
+
+} // namespace
+
+// The simulation runs each GPU thread as a fiber, slowly: three models, a few steps each.
+TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for F16, Q4_0 and Q8_0 "
+          "models") {
+    if (!test::require_data_file("ggml-vocab-llama-spm.gguf")) return;
+    for (ggml_type type : {ggml_type::f16, ggml_type::q4_0, ggml_type::q8_0}) {
+        const std::string type_name = traits_of(type).name;
+        CAPTURE(type_name);
+        const auto m = model::load(model_path(type), load_options{});
+        std::vector<int32_t> tokens;
+        const auto cpu = run(*m, nullptr, tokens, n_steps);
+        float scale = 0;
+        for (const auto& step : cpu)
+            for (float v : step)
+                scale = std::max(scale, std::abs(v));
+        // The CPU's fast quantized kernels round activations to 8 bits; the GPU's do not, so
+        // quantized models are compared by logits along the CPU's tokens.
+        const bool exact_types = type == ggml_type::f32 || type == ggml_type::f16;
+        const float tolerance = (exact_types ? 1e-3f : 5e-2f) * scale;
+        // All neurons hot for F16 (layers wholly on the device), 40% for the quantized models.
+        for (double fraction : {type == ggml_type::f16 ? 1.0 : 0.4}) {
+            CAPTURE(fraction);
+            auto dev = gpusim();
+            REQUIRE(dev);
+            pib_device_info info{};
+            REQUIRE(dev->vt().device_info(dev->ctx(), &info) == PIB_OK);
+            offload_request r;
+            r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
+            r.reset_gpu_index = true;
+            r.kv_n_ctx = 64;
+            const planner::plan_input in =
+                plan_input_for(*m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
+            uint64_t fixed = in.scratch_bytes + in.output_bytes +
+                             in.kv_bytes_per_layer * in.layers.size(),
+                     ffn = 0;
+            for (const auto& l : in.layers) {
+                fixed += l.attn_bytes + l.ffn_norm_bytes +
+                         (l.predictor_supported ? l.predictor_bytes : 0);
+                ffn += l.neuron_bytes * static_cast<uint64_t>(l.n_ff) +
+                       4 * static_cast<uint64_t>(l.n_ff) + 512;
+            }
+            r.budget = static_cast<int64_t>(
+                fixed + static_cast<uint64_t>(fraction * static_cast<double>(ffn)));
+            const offload_result placed = place_on_device(*m, std::move(dev), r);
+            REQUIRE(placed.placed);
+            CHECK(placed.plan.attn_on_device[0]);
+            CHECK(placed.plan.output_on_device);
+            CHECK(placed.plan.kv_on_device);
+            // Quantizing gives the predictor Q5_0 except for Q4_0 targets (spec §9); the GPU
+            // kernels lack Q5_0, so that predictor stays on the CPU and the rest still goes to the
+            // device.
+            CHECK(placed.plan.predictor_on_device[0] == (type == ggml_type::q4_0));
+            uint64_t hot = 0;
+            for (const auto& l : placed.plan.hot)
+                hot += l.size();
+            CHECK(hot > 0);
+            const auto dev_steps = run(*m, placed.placed.get(), tokens, n_steps);
+            REQUIRE(dev_steps.size() == cpu.size());
+            for (size_t i = 0; i < cpu.size(); ++i) {
+                CAPTURE(i);
+                float diff = 0;
+                for (size_t j = 0; j < cpu[i].size(); ++j)
+                    diff = std::max(diff, std::abs(dev_steps[i][j] - cpu[i][j]));
+                CHECK(diff <= tolerance);
+                if (exact_types) CHECK(argmax(dev_steps[i]) == argmax(cpu[i]));
+            }
+        }
+    }
+}
