@@ -209,6 +209,27 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
     j.integer(m.file_size + run.kv_cache_bytes);
     json_number_or_null(j, "rss_over_expected", d.rss_over_expected);
     j.end_object();
+    j.key("offload");
+    if (run.offload.device.empty()) {
+        j.null();
+    } else {
+        const offload_facts& f = run.offload;
+        j.begin_object();
+        j.key("device");
+        j.string(f.device);
+        j.key("bytes");
+        j.integer(f.bytes);
+        j.key("attn_layers");
+        j.integer(static_cast<uint64_t>(f.attn_layers));
+        j.key("predictor_layers");
+        j.integer(static_cast<uint64_t>(f.predictor_layers));
+        j.key("output");
+        j.boolean(f.output);
+        j.key("kv_n_ctx");
+        j.integer(static_cast<uint64_t>(f.kv_n_ctx));
+        json_number_or_null(j, "hot_fraction", f.hot_fraction);
+        j.end_object();
+    }
     j.end_object();
 }
 
@@ -267,6 +288,32 @@ void print_markdown(const report& r, std::FILE* out) {
                      bytes_binary(static_cast<double>(run.model.file_size)).c_str(),
                      bytes_binary(static_cast<double>(run.kv_cache_bytes)).c_str(),
                      fixed(d.rss_over_expected, 2).c_str());
+    }
+
+    bool any_offload = false;
+    for (const run_result& run : r.runs)
+        any_offload = any_offload || !run.offload.device.empty();
+    if (any_offload) {
+        std::fputs(
+            "\n| model | mode | offload device | on the device | attention layers | predictors | "
+            "output | KV cache | FFN neurons |\n",
+            out);
+        std::fputs("| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: |\n", out);
+        for (const run_result& run : r.runs) {
+            const offload_facts& f = run.offload;
+            if (f.device.empty()) {
+                std::fprintf(out, "| %s | %s | none | - | - | - | - | - | - |\n",
+                             model_cell(run.model).c_str(), mode_name(run.run_mode));
+                continue;
+            }
+            std::fprintf(out, "| %s | %s | %s | %s | %d/%d | %d/%d | %s | %s | %s |\n",
+                         model_cell(run.model).c_str(), mode_name(run.run_mode), f.device.c_str(),
+                         bytes_binary(static_cast<double>(f.bytes)).c_str(), f.attn_layers,
+                         run.model.n_layer, f.predictor_layers, run.model.n_layer,
+                         f.output ? "yes" : "no",
+                         f.kv_n_ctx > 0 ? (std::to_string(f.kv_n_ctx) + " cells").c_str() : "host",
+                         (fixed(100 * f.hot_fraction, 1) + "%").c_str());
+        }
     }
 
     bool header = false;

@@ -108,6 +108,24 @@ bool measure(run_fn run, pi_context* ctx, token_source& tokens, int n, const opt
     return true;
 }
 
+offload_facts offload_of(const pi_model_info& info) {
+    offload_facts f;
+    f.device = info.offload_device;
+    if (f.device.empty()) return f;
+    f.bytes = info.offload_bytes;
+    uint64_t hot = 0;
+    for (int il = 0; il < info.n_layer && il < PI_MAX_LAYERS; ++il) {
+        f.attn_layers += info.attn_on_device[il];
+        f.predictor_layers += info.predictor_on_device[il];
+        hot += static_cast<uint64_t>(info.hot_neurons[il]);
+    }
+    f.output = info.output_on_device != 0;
+    f.kv_n_ctx = info.kv_n_ctx_on_device;
+    const double all = static_cast<double>(info.n_ff) * static_cast<double>(info.n_layer);
+    f.hot_fraction = all > 0 ? static_cast<double>(hot) / all : 0;
+    return f;
+}
+
 } // namespace
 
 outcome run_benchmark(const std::string& path, mode m, const options& o, run_result& out,
@@ -133,6 +151,7 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
         return outcome::failed;
     }
     out.model = facts_of(path, info);
+    out.offload = offload_of(info);
     out.run_mode = m;
     if (m == mode::sparse && !info.sparse) {
         message = path + " is a dense file: only mode dense applies";

@@ -20,6 +20,16 @@ struct model_facts {
     bool sparse_file = false;
 };
 
+// What the model placed on an offload device (pi_model_info); device empty: nothing.
+struct offload_facts {
+    std::string device;
+    uint64_t bytes = 0;
+    int attn_layers = 0, predictor_layers = 0;
+    bool output = false;
+    int kv_n_ctx = 0;
+    double hot_fraction = 0; // FFN neurons on the device over all FFN neurons
+};
+
 struct test_result {
     std::string name; // "pp" or "tg"
     int n_tokens = 0;
@@ -40,6 +50,7 @@ struct run_result {
     uint64_t kv_cache_bytes = 0; // F16 K and V of every layer for n_ctx positions
     uint64_t peak_rss = 0;
     bool peak_rss_of_run_only = false; // false: the peak covers the whole process so far
+    offload_facts offload;
 
     double bytes_per_token() const {
         return decode_tokens
