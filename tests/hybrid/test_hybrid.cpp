@@ -12,6 +12,8 @@
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 
+#include "hybrid_runs.hpp"
+
 using namespace pi;
 
 namespace {
@@ -26,26 +28,14 @@ const std::string& model_path() {
     return path;
 }
 
-const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
+const std::vector<int32_t>& prompt = test::hybrid_prompt;
 
 std::vector<int32_t> greedy(const model& m, const offload* off, int n_new,
                             std::vector<float>* first_logits = nullptr) {
-    context_options co;
-    co.n_ctx = 64;
-    co.n_threads = 1;
-    co.offloaded = off;
-    context ctx(m, co);
-    ctx.decode(batch_view{prompt, {}, {}});
-    if (first_logits) first_logits->assign(ctx.logits(-1).begin(), ctx.logits(-1).end());
-    std::vector<int32_t> out;
-    for (int i = 0; i < n_new; ++i) {
-        const auto l = ctx.logits(-1);
-        const auto next = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-        out.push_back(next);
-        const int32_t one[1] = {next};
-        ctx.decode(batch_view{one, {}, {}});
-    }
-    return out;
+    std::vector<int32_t> tokens;
+    const auto steps = test::decode_run(m, off, tokens, n_new);
+    if (first_logits && !steps.empty()) *first_logits = steps.front();
+    return tokens;
 }
 
 // Every `stride`-th neuron of each layer, up to `fraction` of the layer.

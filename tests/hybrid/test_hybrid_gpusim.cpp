@@ -15,11 +15,12 @@
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 
+#include "hybrid_runs.hpp"
+
 using namespace pi;
 
 namespace {
 
-const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
 constexpr int n_steps = 3;
 
 const std::string& scratch() {
@@ -38,30 +39,6 @@ std::string model_path(ggml_type type) {
     o.n_threads = 1;
     quantize_model(f32, out, o);
     return out;
-}
-
-// Logits after the prompt and after each of `forced` decoded one at a time; with `forced` empty,
-// decodes n_new greedy tokens and returns them there.
-std::vector<std::vector<float>> run(const model& m, const offload* off,
-                                    std::vector<int32_t>& forced, int n_new) {
-    context_options co;
-    co.n_ctx = 64;
-    co.n_threads = 1;
-    co.offloaded = off;
-    context ctx(m, co);
-    ctx.decode(batch_view{prompt, {}, {}});
-    const bool greedy = forced.empty();
-    std::vector<std::vector<float>> steps;
-    for (int i = 0; i < n_new; ++i) {
-        const auto l = ctx.logits(-1);
-        steps.emplace_back(l.begin(), l.end());
-        if (greedy)
-            forced.push_back(
-                static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()));
-        const int32_t one[1] = {forced[static_cast<size_t>(i)]};
-        ctx.decode(batch_view{one, {}, {}});
-    }
-    return steps;
 }
 
 int32_t argmax(const std::vector<float>& v) {
@@ -88,7 +65,7 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         CAPTURE(type_name);
         const auto m = model::load(model_path(type), load_options{});
         std::vector<int32_t> tokens;
-        const auto cpu = run(*m, nullptr, tokens, n_steps);
+        const auto cpu = test::decode_run(*m, nullptr, tokens, n_steps);
         float scale = 0;
         for (const auto& step : cpu)
             for (float v : step)
@@ -134,7 +111,7 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
             for (const auto& l : placed.plan.hot)
                 hot += l.size();
             CHECK(hot > 0);
-            const auto dev_steps = run(*m, placed.placed.get(), tokens, n_steps);
+            const auto dev_steps = test::decode_run(*m, placed.placed.get(), tokens, n_steps);
             REQUIRE(dev_steps.size() == cpu.size());
             for (size_t i = 0; i < cpu.size(); ++i) {
                 CAPTURE(i);

@@ -1,0 +1,40 @@
+#pragma once
+// Decoding runs shared by the hybrid tests: a fixed prompt, then tokens one at a time in a
+// 64-cell context, with or without an offload device.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "engine/context.hpp"
+#include "engine/offload.hpp"
+#include "model/model.hpp"
+
+namespace pi::test {
+
+inline const std::vector<int32_t> hybrid_prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
+
+// The logits after the prompt and after each of the n_new tokens that follow it. With `tokens`
+// empty the run is greedy and appends its tokens there; otherwise it decodes those tokens.
+inline std::vector<std::vector<float>> decode_run(const model& m, const offload* off,
+                                                  std::vector<int32_t>& tokens, int n_new) {
+    context_options co;
+    co.n_ctx = 64;
+    co.n_threads = 1;
+    co.offloaded = off;
+    context ctx(m, co);
+    ctx.decode(batch_view{hybrid_prompt, {}, {}});
+    const bool greedy = tokens.empty();
+    std::vector<std::vector<float>> steps;
+    for (int i = 0; i < n_new; ++i) {
+        const auto l = ctx.logits(-1);
+        steps.emplace_back(l.begin(), l.end());
+        if (greedy)
+            tokens.push_back(
+                static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()));
+        const int32_t one[1] = {tokens[static_cast<size_t>(i)]};
+        ctx.decode(batch_view{one, {}, {}});
+    }
+    return steps;
+}
+
+} // namespace pi::test
