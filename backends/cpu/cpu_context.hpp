@@ -2,7 +2,6 @@
 // The state behind the CPU backend's void* ctx and the definition of its buffers.
 #include "backend/backend.h"
 #include "cpu_simd.hpp"
-#include "quant/blocks.hpp"
 
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/task_arena.h>
@@ -44,9 +43,9 @@ struct context {
     std::vector<int32_t> neuron_offsets, neuron_cursor, neuron_tokens;
     std::vector<float> neuron_coefs;
     std::vector<float> axpy_scratch; // one axpy_batch_scratch per column chunk
-    // The activations of a Q4_0/Q8_0 product quantized to Q8_0, one row of blocks per token;
-    // grows only, like the lists above.
-    std::vector<block_q8_0> quant_x;
+    // The activations of a quantized product prepared for its weight type (prepare_q), one row
+    // of blocks per token, and their scales; grow only, like the lists above.
+    std::vector<cache_line> quant_x;
 
     // Runs f inside this backend's arena so that parallel loops use exactly n_threads threads.
     template <class F> void run(F&& f) { arena->execute(std::forward<F>(f)); }

@@ -22,6 +22,11 @@ bool has_avx512() noexcept {
     return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl");
 }
+
+bool has_avx512_vnni() noexcept {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni");
+}
 #endif
 
 int32_t best_kernels() noexcept {
@@ -64,7 +69,7 @@ const simd_kernels* kernels_table(int32_t level) noexcept {
     case PIB_CPU_KERNELS_AVX2:
         return &avx2_kernels();
     case PIB_CPU_KERNELS_AVX512:
-        return &avx512_kernels();
+        return has_avx512_vnni() ? &avx512_vnni_kernels() : &avx512_kernels();
 #endif
     default:
         return nullptr;

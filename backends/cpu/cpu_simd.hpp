@@ -1,8 +1,8 @@
 #pragma once
 // The inner loops of the fast CPU kernels: one table of plain function pointers per instruction
-// set, each compiled in its own file with that set enabled (simd_avx2.cpp, simd_avx512.cpp) and
-// picked at run time. Threads, scratch and argument checks stay in the portable kernels; these
-// loops only see raw, already validated pointers.
+// set, each compiled in its own file with that set enabled (simd_avx2.cpp, simd_avx512.cpp,
+// simd_avx512_vnni.cpp) and picked at run time. Threads, scratch and argument checks stay in the
+// portable kernels; these loops only see raw, already validated pointers.
 //
 // Every output element is a fixed sequence of float FMAs that does not depend on how the caller
 // split the work into chunks, on which rows or tokens share a register tile, or on the batch
@@ -15,24 +15,40 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "quant/blocks.hpp"
-
 namespace pi::cpu {
 
-// A matrix of F32 or F16 rows of `cols` elements, `stride` bytes apart.
+// The element types of weight matrices the fast kernels read.
+enum class wtype : uint8_t { f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0 };
+
+// A matrix of rows of `cols` elements, `stride` bytes apart. Quantized rows hold cols / 32
+// blocks.
 struct weights {
     const std::byte* data;
     std::size_t stride;
     int64_t cols;
-    bool f16;
+    wtype type;
 };
 
-// A matrix of Q4_0 (q8 false) or Q8_0 rows of `blocks` blocks, `stride` bytes apart.
-struct quant_weights {
+// Activation rows quantized to 8 bits per block of 32 for the integer dot products with
+// weights of one quantized type (see prepare_q). A token's row holds `stride` blocks (its blocks
+// rounded up to an even number) in three arrays of 32 bytes per block, one after the other:
+// - the 32 codes of each block, in [-127, 127];
+// - per group k of four consecutive codes (eight 4-byte words per block), a correction whose
+//   meaning depends on the weight type: for Q4_0, Q5_0 and Q8_0, the int32 -o * the group's
+//   code sum, where o is the offset the kernels add to weight codes to make them unsigned; for
+//   Q4_1 and Q5_1, the float d_x * the group's code sum, which the weights' minimum multiplies;
+// - the block's scale d_x as a float, eight copies.
+// Token t's row starts at data + t * stride * quant_block_bytes, on a cache line.
+struct quant_acts {
     const std::byte* data;
-    std::size_t stride;
-    int64_t blocks;
-    bool q8;
+    int64_t stride;
+};
+// Bytes per block of a quant_acts row (the three arrays of 32 bytes).
+inline constexpr int64_t quant_block_bytes = 3 * 32;
+
+// 64-byte aligned storage for quant_acts.
+struct alignas(64) cache_line {
+    int32_t words[16];
 };
 
 // F32 rows (one per token), `stride` bytes apart.
@@ -73,22 +89,25 @@ inline constexpr int64_t axpy_batch_scratch(int64_t n_tok) {
 }
 
 struct simd_kernels {
-    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
+    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok); F32 or F16 w.
     void (*mul_mat)(const weights& w, int64_t r0, int64_t r1, f32_rows x, int64_t n_tok,
                     f32_rows_out y);
-    // y[rows[k]] = w[rows[k]] . x for k in [0, n).
+    // y[rows[k]] = w[rows[k]] . x for k in [0, n); F32 or F16 w.
     void (*mul_rows)(const weights& w, const int32_t* rows, int64_t n, const float* x, float* y);
     // Neuron-major row-sparse product: for each row i in [i0, i1) and each token t in
-    // tokens[offsets[i] .. offsets[i + 1]), y[t][i] = w[i] . x[t].
+    // tokens[offsets[i] .. offsets[i + 1]), y[t][i] = w[i] . x[t]; F32 or F16 w.
     void (*mul_rows_batch)(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
                            const int32_t* tokens, f32_rows x, f32_rows_out y);
     // y[c0 .. c1) += a[rows[k]] * wt[rows[k]][c0 .. c1) for k = 0 .. n-1 in order, skipping
-    // zero coefficients; every element is one FMA chain starting from its old value.
+    // zero coefficients; every element is one FMA chain starting from its old value. Any weight
+    // type; quantized rows are dequantized to floats first (d * q, or d * q + m) and need c0 and
+    // c1 multiples of 32.
     void (*axpy_rows)(const weights& wt, const int32_t* rows, int64_t n, const float* a, float* y,
                       int64_t c0, int64_t c1);
     // Neuron-major column-sparse accumulate: for each row i in [0, n_rows) in order and each
     // entry e in [offsets[i], offsets[i + 1]), y[tokens[e]][c0 .. c1) += coefs[e] * wt[i][...],
-    // for tokens in [0, n_tok). `scratch` holds axpy_batch_scratch(n_tok) floats.
+    // for tokens in [0, n_tok). `scratch` holds axpy_batch_scratch(n_tok) floats. Any weight
+    // type, as axpy_rows, with which each token's elements agree bit for bit.
     void (*axpy_rows_batch)(const weights& wt, int64_t n_rows, const int32_t* offsets,
                             const int32_t* tokens, const float* coefs, int64_t n_tok,
                             f32_rows_out y, int64_t c0, int64_t c1, float* scratch);
@@ -104,24 +123,33 @@ struct simd_kernels {
     void (*relu)(const float* x, float* out, int64_t n);
     // out = act(gate) * up for a validated pib_glu_kind.
     void (*glu)(const float* gate, const float* up, float* out, int64_t n, int32_t kind);
-    // y[r] = w[r] . x for r = rows[i] (or first + i when rows is null), i in [0, n); x is the
-    // activation row quantized to Q8_0 (codes in [-127, 127]). One float FMA chain per row over
-    // the blocks in order, each block an exact integer dot product scaled by d_w * d_x.
-    void (*mul_rows_q)(const quant_weights& w, const int32_t* rows, int64_t first, int64_t n,
-                       const block_q8_0* x, float* y);
-    // For blocks [b0, b1) of columns: y += a[rows[k]] * dequant(wt[rows[k]]) for k = 0 .. n-1 in
-    // order, skipping zero coefficients; each element gets one FMA by a * d per row.
-    void (*axpy_rows_q)(const quant_weights& wt, const int32_t* rows, int64_t n, const float* a,
-                        float* y, int64_t b0, int64_t b1);
-    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok); x holds the
-    // n_tok activation rows quantized to Q8_0, w.blocks blocks each, back to back. Every output
-    // gets exactly mul_rows_q's sequence of operations.
-    void (*mul_mat_q)(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
-                      int64_t n_tok, f32_rows_out y);
+
+    // Quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times activations prepared for their
+    // type. Every output w[r] . x[t] is one sequence of operations whatever the entry, tile or
+    // batch: per block in order, the eight exact int32 group sums of the codes' products (as
+    // quant_acts groups them) converted to float, scaled by d_w * d_x and added by one FMA into
+    // eight float lanes (then, for Q4_1 and Q5_1, m_w times the group's extra float added by a
+    // second FMA); the lanes are summed in a fixed order at the end. The AVX-512 tables keep
+    // two sets of eight lanes, for the even and the odd blocks.
+    //
+    // Quantizes the `blocks` blocks of the activation row x for products with weights of
+    // `type` into the quant_acts row `out` of `stride` blocks.
+    void (*prepare_q)(wtype type, const float* x, int64_t blocks, int64_t stride, std::byte* out);
+    // y[r] = w[r] . x for r = rows[i] (or first + i when rows is null), i in [0, n).
+    void (*mul_rows_q)(const weights& w, const int32_t* rows, int64_t first, int64_t n,
+                       quant_acts x, float* y);
+    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
+    void (*mul_mat_q)(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
+                      f32_rows_out y);
+    // mul_rows_batch for quantized weights.
+    void (*mul_rows_batch_q)(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                             const int32_t* tokens, quant_acts x, f32_rows_out y);
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.
 const simd_kernels& avx2_kernels() noexcept;
 const simd_kernels& avx512_kernels() noexcept;
+// AVX-512 with VNNI: the same results as avx512_kernels, bit for bit, from vpdpbusd.
+const simd_kernels& avx512_vnni_kernels() noexcept;
 
 } // namespace pi::cpu

@@ -7,7 +7,8 @@
 
 namespace pi::cpu {
 
-// fast_matmul.cpp; weights are F32 or F16, lists hold counts within capacity and valid indices.
+// fast_matmul.cpp; weights are F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, lists hold counts
+// within capacity and valid indices.
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y);
 int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& idx,
                         const view& count, const view& y);
@@ -16,12 +17,9 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
 int fast_select_active(context& c, const view& p, float threshold, const view& idx,
                        const view& count);
 
-// fast_quant.cpp; the same contracts with Q4_0 or Q8_0 weights.
-int fast_mul_mat_q(context& c, const view& w, const view& x, const view& y);
-int fast_mul_mat_sparse_q(context& c, const view& w, const view& x, const view& idx,
-                          const view& count, const view& y);
-int fast_axpy_sparse_q(context& c, const view& wt, const view& a, const view& idx,
-                       const view& count, const view& y);
+// fast_quant.cpp: x's rows prepared for products with weights of the quantized `type`, in the
+// context's grow-only scratch.
+quant_acts prepare_activations(context& c, wtype type, const view& x);
 
 // fast_layer.cpp
 int fast_attention(context& c, const view& q, const view& k, const view& v, const view& q_pos,

@@ -1,7 +1,8 @@
-// Dense and sparse matrix products of the fast kernels. Decode (one token) streams the weights
-// once, rows split across threads; prompt batches reuse each weight row for a register tile of
-// tokens; the sparse batch kernels regroup the per-token active lists per neuron so that every
-// active row is read once for all the tokens that need it.
+// Dense and sparse matrix products of the fast kernels, on float and quantized weights. Decode
+// (one token) streams the weights once, rows split across threads; prompt batches reuse each
+// weight row for a register tile of tokens; the sparse batch kernels regroup the per-token
+// active lists per neuron so that every active row is read once for all the tokens that need
+// it. Products with quantized weights read activations prepared once per call (fast_quant.cpp).
 #include "cpu_parallel.hpp"
 #include "fast_kernels.hpp"
 
@@ -18,7 +19,29 @@ constexpr int64_t decode_task_bytes = 64 << 10;
 constexpr int64_t batch_task_bytes = 256 << 10;
 
 weights weights_of(const view& w) {
-    return weights{w.base, w.nb1, w.ne0, w.is(ggml_type::f16)};
+    auto type = [&] {
+        switch (static_cast<ggml_type>(w.type)) {
+        case ggml_type::f16:
+            return wtype::f16;
+        case ggml_type::q4_0:
+            return wtype::q4_0;
+        case ggml_type::q4_1:
+            return wtype::q4_1;
+        case ggml_type::q5_0:
+            return wtype::q5_0;
+        case ggml_type::q5_1:
+            return wtype::q5_1;
+        case ggml_type::q8_0:
+            return wtype::q8_0;
+        default:
+            return wtype::f32;
+        }
+    };
+    return weights{w.base, w.nb1, w.ne0, type()};
+}
+
+bool quantized(const weights& w) {
+    return w.type != wtype::f32 && w.type != wtype::f16;
 }
 
 f32_rows in_rows(const view& v) {
@@ -29,14 +52,15 @@ f32_rows_out out_rows(const view& v) {
     return f32_rows_out{v.row<float>(0), v.nb1};
 }
 
-int64_t row_bytes_of(const view& w) {
-    return w.ne0 * static_cast<int64_t>(w.is(ggml_type::f16) ? sizeof(uint16_t) : sizeof(float));
-}
-
 // How many rows of `w` make `bytes`, at least one.
 int64_t rows_for(const view& w, int64_t bytes) {
-    return std::max<int64_t>(1, bytes / std::max<int64_t>(1, row_bytes_of(w)));
+    const auto row = static_cast<int64_t>(row_bytes(static_cast<ggml_type>(w.type), w.ne0));
+    return std::max<int64_t>(1, bytes / std::max<int64_t>(1, row));
 }
+
+// Column chunks of the accumulates: whole cache lines of y, so that no two tasks write one line,
+// and whole blocks of quantized rows.
+constexpr int64_t column_align = 32;
 
 // Zeroes every row of y (F32), tokens split across threads.
 void zero_rows(context& c, const view& y) {
@@ -104,8 +128,18 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
     const int64_t rows = w.ne1;
     const int64_t chunk = x.ne1 == 1 ? chunk_size(c, rows, rows_for(w, decode_task_bytes), rows, 8)
                                      : chunk_size(c, rows, 8, rows_for(w, batch_task_bytes), 8);
+    if (!quantized(wr)) {
+        parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
+            k.mul_mat(wr, r0, r1, in_rows(x), x.ne1, out_rows(y));
+        });
+        return PIB_OK;
+    }
+    const quant_acts xq = prepare_activations(c, wr.type, x);
     parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
-        k.mul_mat(wr, r0, r1, in_rows(x), x.ne1, out_rows(y));
+        if (x.ne1 == 1)
+            k.mul_rows_q(wr, nullptr, r0, r1 - r0, xq, y.row<float>(0));
+        else
+            k.mul_mat_q(wr, r0, r1, xq, x.ne1, out_rows(y));
     });
     return PIB_OK;
 }
@@ -114,6 +148,8 @@ int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& id
                         const view& count, const view& y) {
     const simd_kernels& k = *c.simd;
     const weights wr = weights_of(w);
+    const bool quant = quantized(wr);
+    const quant_acts xq = quant ? prepare_activations(c, wr.type, x) : quant_acts{};
     zero_rows(c, y);
     if (x.ne1 == 1) {
         const int64_t n = count.row<const int32_t>(0)[0];
@@ -121,14 +157,20 @@ int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& id
         // Few, long chunks: each chunk starts its scattered rows cold.
         const int64_t chunk = chunk_size(c, n, rows_for(w, decode_task_bytes), n, 8, 2);
         parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
-            k.mul_rows(wr, list + k0, k1 - k0, x.row<const float>(0), y.row<float>(0));
+            if (quant)
+                k.mul_rows_q(wr, list + k0, 0, k1 - k0, xq, y.row<float>(0));
+            else
+                k.mul_rows(wr, list + k0, k1 - k0, x.row<const float>(0), y.row<float>(0));
         });
         return PIB_OK;
     }
     const neuron_lists lists = by_neuron(c, idx, count, w.ne1, nullptr);
     const int64_t chunk = chunk_size(c, w.ne1, 16, w.ne1, 16, 8);
     parallel_chunks(c, w.ne1, chunk, [&](int64_t i0, int64_t i1) {
-        k.mul_rows_batch(wr, i0, i1, lists.offsets, lists.tokens, in_rows(x), out_rows(y));
+        if (quant)
+            k.mul_rows_batch_q(wr, i0, i1, lists.offsets, lists.tokens, xq, out_rows(y));
+        else
+            k.mul_rows_batch(wr, i0, i1, lists.offsets, lists.tokens, in_rows(x), out_rows(y));
     });
     return PIB_OK;
 }
@@ -137,21 +179,20 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
                      const view& y) {
     const simd_kernels& k = *c.simd;
     const weights wr = weights_of(wt);
-    // Column blocks of whole cache lines, so that no two tasks write one line of y. In decode a
-    // task reads its block of every listed row: two blocks per thread keep those pieces long
-    // (measured: about 1.5x the bandwidth of four).
+    // In decode a task reads its column block of every listed row: two blocks per thread keep
+    // those pieces long (measured: about 1.5x the bandwidth of four).
     const int64_t cols = y.ne0;
     if (a.ne1 == 1) {
         const int64_t n = count.row<const int32_t>(0)[0];
         const int32_t* list = idx.row<const int32_t>(0);
-        const int64_t chunk = chunk_size(c, cols, 64, cols, 16, 2);
+        const int64_t chunk = chunk_size(c, cols, 64, cols, column_align, 2);
         parallel_chunks(c, cols, chunk, [&](int64_t c0, int64_t c1) {
             k.axpy_rows(wr, list, n, a.row<const float>(0), y.row<float>(0), c0, c1);
         });
         return PIB_OK;
     }
     const neuron_lists lists = by_neuron(c, idx, count, wt.ne1, &a);
-    const int64_t chunk = chunk_size(c, cols, 64, cols, 16);
+    const int64_t chunk = chunk_size(c, cols, 64, cols, column_align);
     const int64_t per_chunk = axpy_batch_scratch(a.ne1);
     float* scratch =
         grown(c.axpy_scratch, static_cast<std::size_t>((cols + chunk - 1) / chunk * per_chunk));

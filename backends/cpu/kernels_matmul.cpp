@@ -50,10 +50,7 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
     if (const int s = make_views({{w, &vw}, {x, &vx}, {y, &vy}}); s != PIB_OK) return s;
     if (!product_shaped(vw, vx, vy)) return PIB_ERR_INVALID_ARGUMENT;
     return with_weight_rows(vw, [&](const auto& rows) -> int {
-        if (c.simd != nullptr && has_fast_kernels(vw.type))
-            return has_fast_quant(vw.type) ? fast_mul_mat_q(c, vw, vx, vy)
-                                           : fast_mul_mat(c, vw, vx, vy);
-        // The reference path, at the fast levels too for Q4_1, Q5_0 and Q5_1 weights.
+        if (c.simd != nullptr) return fast_mul_mat(c, vw, vx, vy);
         // Rows of w in parallel; each task reuses its rows for every token.
         parallel_1d(c, vw.ne1, grain_for(vw.ne0 * vx.ne1), [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r)
@@ -75,9 +72,7 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
     return with_weight_rows(vw, [&](const auto& rows) {
         const int64_t longest = max_count(c, vi, vc, vw.ne1);
         if (longest == invalid_list) return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr && has_fast_kernels(vw.type))
-            return has_fast_quant(vw.type) ? fast_mul_mat_sparse_q(c, vw, vx, vi, vc, vy)
-                                           : fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
+        if (c.simd != nullptr) return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
             for (int64_t r = c0; r < c1; ++r)
@@ -110,9 +105,7 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
     return with_weight_rows(vw, [&](const auto& rows) {
         if (max_count(c, vi, vc, vw.ne1) == invalid_list)
             return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr && has_fast_kernels(vw.type))
-            return has_fast_quant(vw.type) ? fast_axpy_sparse_q(c, vw, va, vi, vc, vy)
-                                           : fast_axpy_sparse(c, vw, va, vi, vc, vy);
+        if (c.simd != nullptr) return fast_axpy_sparse(c, vw, va, vi, vc, vy);
         const int32_t* n = vc.row<const int32_t>(0);
         // Each task owns a block of output columns of one token and walks that token's list in
         // order, so every y element is summed by one thread in a fixed order.

@@ -65,6 +65,71 @@ struct avx2 {
     static vec round_nearest(vec x) {
         return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     }
+
+    // ---- quantized weights: one block per register ----
+    using ivec = __m256i;
+    static constexpr int blocks = 1;
+    static constexpr bool vnni = false;
+    static constexpr int q_rows = 2, q_tokens = 4, q_decode = 4, q_gather = 4;
+
+    static ivec izero() { return _mm256_setzero_si256(); }
+    static ivec iset8(int8_t v) { return _mm256_set1_epi8(v); }
+    static ivec iset32(int32_t v) { return _mm256_set1_epi32(v); }
+    static ivec iand(ivec a, ivec b) { return _mm256_and_si256(a, b); }
+    static ivec ior(ivec a, ivec b) { return _mm256_or_si256(a, b); }
+    static ivec ixor(ivec a, ivec b) { return _mm256_xor_si256(a, b); }
+    static ivec srli(ivec a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+    static vec cvt(ivec a) { return _mm256_cvtepi32_ps(a); }
+    static vec as_float(ivec a) { return _mm256_castsi256_ps(a); }
+
+    [[gnu::always_inline]] static ivec nibbles(const uint8_t* const* qs) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[0]));
+        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                                _mm256_set1_epi8(0x0f));
+    }
+    // Byte e becomes 0x10 when bit e of the little-endian word is set: each byte of the word
+    // is spread over eight bytes, which keep only their own bit.
+    [[gnu::always_inline]] static ivec fifth_bits(const uint8_t* const* qh) {
+        uint32_t bits;
+        __builtin_memcpy(&bits, qh[0], sizeof(bits));
+        const __m256i spread =
+            _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                                _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                  0x0101010101010101, 0x0000000000000000));
+        const __m256i set =
+            _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
+                              _mm256_set1_epi64x(-1));
+        return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+    }
+    [[gnu::always_inline]] static ivec join(const void* const* p) { return iload(p[0]); }
+    [[gnu::always_inline]] static vec halves(const uint16_t* h) { return set1(_cvtsh_ss(h[0])); }
+    static ivec iload(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static ivec iload_first(const void* p) { return iload(p); }
+    static vec fload(const float* p) { return _mm256_loadu_ps(p); }
+    static vec fload_first(const float* p) { return fload(p); }
+    [[gnu::always_inline]] static ivec dot(ivec acc, ivec u, ivec x) {
+        return _mm256_add_epi32(
+            acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+    }
+    [[gnu::always_inline]] static ivec dot_signed(ivec w, ivec x) {
+        return dot(izero(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    }
+
+    static ivec widen_u8(const uint8_t* p) {
+        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    }
+    static ivec widen_i8(const int8_t* p) {
+        return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    }
+    // 16 in each lane k whose bit e0 + k of `bits` is set.
+    static ivec lane_bits(uint32_t bits, int64_t e0) {
+        const __m256i shift = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(e0)),
+                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i bit = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int32_t>(bits)), shift),
+            _mm256_set1_epi32(1));
+        return _mm256_slli_epi32(bit, 4);
+    }
     // p * 2^n with n integral and in [-126, 127]: 2^n is built in the exponent field.
     static vec scale_pow2(vec p, vec n) {
         const __m256i e =

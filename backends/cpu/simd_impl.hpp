@@ -9,7 +9,11 @@
 // (the first n lanes, the others zero), store, store_n, fma(a, b, c) = a * b + c, add, sub, mul,
 // div, min, max, round_nearest, scale_pow2(p, n) = p * 2^n, sum (horizontal, fixed order),
 // first, ge_mask, prefetch (to L1) and
-// prefetch_far (to L2, for data needed after more than an L1 of other reads).
+// prefetch_far (to L2, for data needed after more than an L1 of other reads); and what
+// simd_quant_impl.hpp lists for quantized weights.
+//
+// The accumulates take rows of any weight type W: float, uint16_t (F16) or a quantized block,
+// read a vector of columns at a time through load_at (quantized rows: 32-column aligned ranges).
 #include "backend/backend.h"
 #include "cpu_simd.hpp"
 #include "simd_quant_impl.hpp"
@@ -21,6 +25,7 @@ namespace pi::cpu::simd {
 
 template <class V> struct impl {
     using vec = typename V::vec;
+    using Q = quant_impl<V>;
 
     // e^x within 2 ulp on [-87.3, 88] (clamped outside): x = n ln2 + r, a degree-6 polynomial
     // for e^r and a scale by 2^n.
@@ -47,10 +52,32 @@ template <class V> struct impl {
             V::prefetch_far(static_cast<const std::byte*>(p) + b);
     }
 
-    // Whether column c starts a new cache line of W elements (one prefetch per line).
+    template <class W> static constexpr bool is_block = requires(const W& w) { w.qs; };
+
+    // Columns [c, c + L) of the row w as floats.
+    template <class W> static vec load_at(const W* w, int64_t c) {
+        if constexpr (is_block<W>)
+            return Q::load_cols(w, c);
+        else
+            return V::load(w + c);
+    }
+    // The address of column c of the row w, and the bytes of n columns.
+    template <class W> static const void* at(const W* w, int64_t c) {
+        return is_block<W> ? static_cast<const void*>(w + c / qk8_0) : w + c;
+    }
+    template <class W> static int64_t bytes_of(int64_t n) {
+        return (is_block<W> ? n / qk8_0 : n) * static_cast<int64_t>(sizeof(W));
+    }
+
+    // Whether column c starts a new cache line of W elements (one prefetch per line; per block
+    // for quantized rows, whose blocks are 18 to 34 bytes).
     template <class W> static bool line_start(int64_t c) {
-        constexpr int64_t per_line = 64 / static_cast<int64_t>(sizeof(W));
-        return L >= per_line || c % per_line == 0;
+        if constexpr (is_block<W>) {
+            return c % qk8_0 == 0;
+        } else {
+            constexpr int64_t per_line = 64 / static_cast<int64_t>(sizeof(W));
+            return L >= per_line || c % per_line == 0;
+        }
     }
 
     template <class W> static const W* row(const weights& w, int64_t r) {
@@ -217,25 +244,35 @@ template <class V> struct impl {
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g)
             a[g] = V::set1(cf[g]);
+        // A quantized block's vectors in one pass, so that its scale and codes are read once.
+        constexpr int64_t U = is_block<W> ? qk8_0 / L : 1;
         int64_t c = c0;
-        for (; c + L <= c1; c += L) {
-            vec acc = V::load(y + c);
-#pragma GCC unroll 8
-            for (int g = 0; g < G; ++g) {
-                if constexpr (P) {
-                    if (line_start<W>(c)) V::prefetch(next[g] + c);
-                }
-                acc = V::fma(a[g], V::load(w[g] + c), acc);
+        for (; c + U * L <= c1; c += U * L) {
+            if constexpr (is_block<W>) {
+                if (c % qk8_0 != 0) __builtin_unreachable();
             }
-            V::store(y + c, acc);
-        }
-        if (c < c1) {
-            const int64_t n = c1 - c;
-            vec acc = V::load_n(y + c, n);
+#pragma GCC unroll 4
+            for (int64_t u = 0; u < U; ++u) {
+                vec acc = V::load(y + c + u * L);
 #pragma GCC unroll 8
-            for (int g = 0; g < G; ++g)
-                acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
-            V::store_n(y + c, acc, n);
+                for (int g = 0; g < G; ++g) {
+                    if constexpr (P) {
+                        if (line_start<W>(c + u * L)) V::prefetch(at(next[g], c + u * L));
+                    }
+                    acc = V::fma(a[g], load_at(w[g], c + u * L), acc);
+                }
+                V::store(y + c + u * L, acc);
+            }
+        }
+        if constexpr (!is_block<W>) { // quantized rows come in whole blocks, without a tail
+            if (c < c1) {
+                const int64_t n = c1 - c;
+                vec acc = V::load_n(y + c, n);
+#pragma GCC unroll 8
+                for (int g = 0; g < G; ++g)
+                    acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
+                V::store_n(y + c, acc, n);
+            }
         }
     }
 
@@ -284,15 +321,21 @@ template <class V> struct impl {
         }
     }
 
-    // dst[0 .. n) = src converted to float; returns the floats to read.
-    template <class W> static const float* widen(const W* src, int64_t n, float* dst) {
-        if constexpr (sizeof(W) == sizeof(float)) {
-            return src;
+    // dst[0 .. n) = columns [c0, c0 + n) of the row src as floats; returns the floats to read.
+    template <class W> static const float* widen(const W* src, int64_t c0, int64_t n, float* dst) {
+        if constexpr (!is_block<W> && sizeof(W) == sizeof(float)) {
+            return src + c0;
         } else {
             int64_t c = 0;
-            for (; c + L <= n; c += L)
-                V::store(dst + c, V::load(src + c));
-            if (c < n) V::store_n(dst + c, V::load_n(src + c, n - c), n - c);
+            for (; c + L <= n; c += L) {
+                if constexpr (is_block<W>) {
+                    if ((c0 + c) % L != 0) __builtin_unreachable();
+                }
+                V::store(dst + c, load_at(src, c0 + c));
+            }
+            if constexpr (!is_block<W>) {
+                if (c < n) V::store_n(dst + c, V::load_n(src + c0 + c, n - c), n - c);
+            }
             return dst;
         }
     }
@@ -327,9 +370,9 @@ template <class V> struct impl {
                 // Row blocks are a few cache lines a whole row apart: too short a run for the
                 // hardware prefetchers, so fetch the block a few rows ahead.
                 if (i + prefetch_rows < n_rows)
-                    prefetch_bytes(row<W>(wt, i + prefetch_rows) + b0, n * sizeof(W));
+                    prefetch_bytes(at(row<W>(wt, i + prefetch_rows), b0), bytes_of<W>(n));
                 if (offsets[i] == offsets[i + 1]) continue;
-                const float* src[1] = {widen(row<W>(wt, i) + b0, n, buf)};
+                const float* src[1] = {widen(row<W>(wt, i), b0, n, buf)};
                 for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e)
                     axpy_group<float, 1, false>(src, coefs + e, local + tokens[e] * stride, 0, n,
                                                 nullptr);
@@ -440,47 +483,50 @@ template <class V> struct impl {
 
     // ---- table entries ----
 
+    // f(static_cast<const W*>(nullptr)) for the element type W of F32 and F16 weights, or (with
+    // Quantized) the block type of quantized ones.
+    template <bool Quantized = false, class F> static void visit(wtype t, F&& f) {
+        if (t == wtype::f32) return f(static_cast<const float*>(nullptr));
+        if (t == wtype::f16) return f(static_cast<const uint16_t*>(nullptr));
+        if constexpr (Quantized)
+            Q::visit(
+                t, [&](auto tag) { f(static_cast<const typename decltype(tag)::type*>(nullptr)); });
+    }
+    template <class W> static W pointee(const W*); // the W of a visit, in decltype only
+
     static void mul_mat(const weights& w, int64_t r0, int64_t r1, f32_rows x, int64_t n_tok,
                         f32_rows_out y) {
-        if (w.f16)
-            mul_mat_t<uint16_t>(w, r0, r1, x, n_tok, y);
-        else
-            mul_mat_t<float>(w, r0, r1, x, n_tok, y);
+        visit(w.type, [&](auto tag) { mul_mat_t<decltype(pointee(tag))>(w, r0, r1, x, n_tok, y); });
     }
 
     static void mul_rows(const weights& w, const int32_t* rows, int64_t n, const float* x,
                          float* y) {
         auto row_of = [rows](int64_t k) { return static_cast<int64_t>(rows[k]); };
-        if (w.f16)
-            rows_times_vector<uint16_t>(w, n, row_of, x, y);
-        else
-            rows_times_vector<float>(w, n, row_of, x, y);
+        visit(w.type,
+              [&](auto tag) { rows_times_vector<decltype(pointee(tag))>(w, n, row_of, x, y); });
     }
 
     static void mul_rows_batch(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
                                const int32_t* tokens, f32_rows x, f32_rows_out y) {
-        if (w.f16)
-            mul_rows_batch_t<uint16_t>(w, i0, i1, offsets, tokens, x, y);
-        else
-            mul_rows_batch_t<float>(w, i0, i1, offsets, tokens, x, y);
+        visit(w.type, [&](auto tag) {
+            mul_rows_batch_t<decltype(pointee(tag))>(w, i0, i1, offsets, tokens, x, y);
+        });
     }
 
     static void axpy_rows(const weights& wt, const int32_t* rows, int64_t n, const float* a,
                           float* y, int64_t c0, int64_t c1) {
-        if (wt.f16)
-            axpy_rows_t<uint16_t>(wt, rows, n, a, y, c0, c1);
-        else
-            axpy_rows_t<float>(wt, rows, n, a, y, c0, c1);
+        visit<true>(wt.type, [&](auto tag) {
+            axpy_rows_t<decltype(pointee(tag))>(wt, rows, n, a, y, c0, c1);
+        });
     }
 
     static void axpy_rows_batch(const weights& wt, int64_t n_rows, const int32_t* offsets,
                                 const int32_t* tokens, const float* coefs, int64_t n_tok,
                                 f32_rows_out y, int64_t c0, int64_t c1, float* scratch) {
-        if (wt.f16)
-            axpy_rows_batch_t<uint16_t>(wt, n_rows, offsets, tokens, coefs, n_tok, y, c0, c1,
-                                        scratch);
-        else
-            axpy_rows_batch_t<float>(wt, n_rows, offsets, tokens, coefs, n_tok, y, c0, c1, scratch);
+        visit<true>(wt.type, [&](auto tag) {
+            axpy_rows_batch_t<decltype(pointee(tag))>(wt, n_rows, offsets, tokens, coefs, n_tok, y,
+                                                      c0, c1, scratch);
+        });
     }
 
     static void attend(const attend_args& a) {
@@ -565,9 +611,10 @@ template <class V> struct impl {
             .add = add,
             .relu = relu,
             .glu = glu,
-            .mul_rows_q = quant_impl<V>::mul_rows_q,
-            .axpy_rows_q = quant_impl<V>::axpy_rows_q,
-            .mul_mat_q = quant_impl<V>::mul_mat_q,
+            .prepare_q = Q::prepare_q,
+            .mul_rows_q = Q::mul_rows_q,
+            .mul_mat_q = Q::mul_mat_q,
+            .mul_rows_batch_q = Q::mul_rows_batch_q,
         };
     }
 };

@@ -1,12 +1,28 @@
 #pragma once
-// The Q4_0 and Q8_0 loops behind simd_kernels, written once with AVX2 integer intrinsics (both
-// instruction-set files enable AVX2, FMA and F16C). Templated on the file's vector type V only so
-// that, like simd_impl.hpp, every instantiation has internal linkage; no standard library calls.
+// The quantized-weight loops behind simd_kernels, written once for Q4_0, Q4_1, Q5_0, Q5_1 and
+// Q8_0 over the vector type V of an instruction-set file. Templated on V so that, like
+// simd_impl.hpp, every instantiation has internal linkage; no standard library calls.
 //
-// Dot products follow ggml: the activation row arrives quantized to Q8_0 blocks, each block
-// product is an exact int32 (maddubs, then pairwise sums: see block_int), scaled by d_w * d_x
-// and added to one float FMA chain per row in block order. The axpy dequantizes a block
-// of 32 weights to floats and adds a * d * q with one FMA per element.
+// Products follow ggml: activations are quantized to 8-bit blocks (prepare_q) and every block
+// product is exact integer arithmetic, scaled once. Weight codes are made unsigned (Q4_0 and
+// Q5_0 codes as stored, Q8_0 codes + 128 with VNNI), so that one u8 x s8 instruction (vpdpbusd,
+// or maddubs then madd without VNNI) gives the eight int32 sums of four consecutive products;
+// the offset times the activations' group sums, precomputed per block, corrects them exactly.
+// Without VNNI, Q8_0 codes stay signed (maddubs could saturate on codes + 128).
+//
+// A register holds V::blocks consecutive blocks of one (row, token) product, eight lanes each:
+// one for AVX2, two (even and odd blocks) for AVX-512. A row with an odd number of blocks ends
+// with a register whose activation half is zero, which adds exactly nothing.
+//
+// V provides, besides simd_impl.hpp's float operations: ivec; blocks; vnni; the tile shapes
+// q_rows x q_tokens (prompt products), q_decode (rows of one token) and q_gather (tokens of one
+// row); per block of the register, from one pointer each: nibbles (the 32 codes of 16 packed
+// bytes), fifth_bits (0x10 for each set bit of a Q5 qh word), join (32 bytes), halves (a
+// binary16 value broadcast to the block's lanes); iload, fload (V::blocks consecutive 32-byte
+// chunks) and iload_first, fload_first (the first chunk, the others zero); dot(acc, u, x) (acc +
+// the group sums of u * x, u unsigned), dot_signed (without VNNI), cvt (int32 to float),
+// as_float; and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 +
+// lane of a word is set), srli, iand, ior, ixor, iset8, iset32, izero.
 #include "cpu_simd.hpp"
 #include "quant/blocks.hpp"
 
@@ -17,319 +33,396 @@
 
 namespace pi::cpu::simd {
 
+// How the kernels read a block type. offset: added to the stored codes to make them unsigned
+// (0 for codes already unsigned, and for Q8_0 without VNNI, whose codes stay signed: signed);
+// min: the block has a minimum m, x = d * q + m; bits: Q5's fifth bits in qh.
+template <class B, bool vnni> struct qfmt;
+template <bool vnni> struct qfmt<block_q4_0, vnni> {
+    static constexpr int offset = 8;
+    static constexpr bool min = false, bits = false, is_signed = false;
+};
+template <bool vnni> struct qfmt<block_q4_1, vnni> {
+    static constexpr int offset = 0;
+    static constexpr bool min = true, bits = false, is_signed = false;
+};
+template <bool vnni> struct qfmt<block_q5_0, vnni> {
+    static constexpr int offset = 16;
+    static constexpr bool min = false, bits = true, is_signed = false;
+};
+template <bool vnni> struct qfmt<block_q5_1, vnni> {
+    static constexpr int offset = 0;
+    static constexpr bool min = true, bits = true, is_signed = false;
+};
+template <bool vnni> struct qfmt<block_q8_0, vnni> {
+    static constexpr int offset = vnni ? 128 : 0;
+    static constexpr bool min = false, bits = false, is_signed = !vnni;
+};
+
 template <class V> struct quant_impl {
+    using vec = typename V::vec;
+    using ivec = typename V::ivec;
+    static constexpr int64_t L = V::lanes;
+
     static float half(uint16_t h) { return _cvtsh_ss(h); }
 
-    // The 32 codes of a weight block as int8, in element order.
-    static __m256i codes(const block_q4_0& b) {
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-        return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+    // ---- the formats ----
+
+    template <class B> using fmt = qfmt<B, V::vnni>;
+    template <class B> struct tag { using type = B; };
+
+    template <class B> [[gnu::always_inline]] static ivec nibble_codes(const B* const* b) {
+        const uint8_t* qs[K];
+#pragma GCC unroll 2
+        for (int k = 0; k < K; ++k)
+            qs[k] = b[k]->qs;
+        return V::nibbles(qs);
     }
-    static __m256i codes(const block_q8_0& b) {
-        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+    template <class B> [[gnu::always_inline]] static ivec five_bit_codes(const B* const* b) {
+        const uint8_t* qh[K];
+#pragma GCC unroll 2
+        for (int k = 0; k < K; ++k)
+            qh[k] = b[k]->qh;
+        return V::ior(nibble_codes(b), V::fifth_bits(qh));
     }
 
-    // Eight int32 partial sums of w . x over one block; x's codes lie in [-127, 127].
-    static __m256i block_dot(__m256i w, __m256i x) {
-        const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-        return _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
+    // The unsigned (or, for signed Q8_0, signed) codes of the register's blocks b[0 .. K).
+    template <class B> [[gnu::always_inline]] static ivec codes(const B* const* b) {
+        if constexpr (fmt<B>::bits) {
+            return five_bit_codes(b);
+        } else if constexpr (sizeof(b[0]->qs) == 32) {
+            const void* p[K];
+#pragma GCC unroll 2
+            for (int k = 0; k < K; ++k)
+                p[k] = b[k]->qs;
+            const ivec q = V::join(p);
+            return fmt<B>::offset != 0 ? V::ixor(q, V::iset8(-128)) : q;
+        } else {
+            return nibble_codes(b);
+        }
     }
 
-    // The same eight int32 partial sums as block_dot(codes(b), x). Q4_0 multiplies the unsigned
-    // nibbles and subtracts x8 = 8 * x's pairwise sums (shared by every row), which saves the
-    // sign adjustments: (q - 8) * x = q * x - 8 * x, exactly, lane by lane.
-    static __m256i block_int(const block_q4_0& b, __m256i x, __m256i x8) {
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        const __m256i nibbles = _mm256_and_si256(
-            _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
-        const __m256i prod = _mm256_maddubs_epi16(nibbles, x);
-        return _mm256_sub_epi32(_mm256_madd_epi16(prod, _mm256_set1_epi16(1)), x8);
-    }
-    static __m256i block_int(const block_q8_0& b, __m256i x, __m256i) {
-        return block_dot(codes(b), x);
-    }
-    static __m256i times8(__m256i x) {
-        const __m256i prod = _mm256_maddubs_epi16(_mm256_set1_epi8(8), x);
-        return _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
+    // The offset prepare_q uses for a type; -1 for the types with a minimum.
+    static int offset_of(wtype t) {
+        switch (t) {
+        case wtype::q4_0:
+            return fmt<block_q4_0>::offset;
+        case wtype::q5_0:
+            return fmt<block_q5_0>::offset;
+        case wtype::q8_0:
+            return fmt<block_q8_0>::offset;
+        default:
+            return -1;
+        }
     }
 
-    static float hsum(__m256 v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
+    // f(tag<B>{}) for the block type B of a quantized wtype.
+    template <class F> static void visit(wtype t, F&& f) {
+        switch (t) {
+        case wtype::q4_0:
+            return f(tag<block_q4_0>{});
+        case wtype::q4_1:
+            return f(tag<block_q4_1>{});
+        case wtype::q5_0:
+            return f(tag<block_q5_0>{});
+        case wtype::q5_1:
+            return f(tag<block_q5_1>{});
+        default:
+            return f(tag<block_q8_0>{});
+        }
     }
 
-    template <class B> static const B* row(const quant_weights& w, int64_t r) {
+    // ---- activations ----
+
+    static float hmax(__m256 v) {
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        return _mm_cvtss_f32(m);
+    }
+
+    // As ggml's Q8_0 quantizer (d = max |x| / 127, codes x / d rounded to nearest), with d kept
+    // as a float; then the group sums of the codes give each block's extra words.
+    static void prepare_q(wtype type, const float* x, int64_t blocks, int64_t stride,
+                          std::byte* out) {
+        const int offset = offset_of(type);
+        auto* qs = reinterpret_cast<int8_t*>(out);
+        auto* extra = reinterpret_cast<int32_t*>(out + 32 * stride);
+        auto* d = reinterpret_cast<float*>(out + 64 * stride);
+        const __m256 sign = _mm256_set1_ps(-0.0f);
+        for (int64_t b = 0; b < blocks; ++b) {
+            __m256 v[4];
+            __m256 amax = _mm256_setzero_ps();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                v[k] = _mm256_loadu_ps(x + 32 * b + 8 * k);
+                amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+            }
+            const float db = hmax(amax) / 127.0f;
+            const __m256 id = _mm256_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
+            __m256i n[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k)
+                n[k] = _mm256_cvtps_epi32(_mm256_round_ps(
+                    _mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            // packs interleave 128-bit lanes; the permutation restores element order.
+            const __m256i packed =
+                _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+            const __m256i codes =
+                _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            const __m256i groups = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(_mm256_set1_epi8(1), codes), _mm256_set1_epi16(1));
+            const __m256i corr = offset >= 0
+                                     ? _mm256_mullo_epi32(groups, _mm256_set1_epi32(-offset))
+                                     : _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(groups),
+                                                                         _mm256_set1_ps(db)));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), codes);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra + 8 * b), corr);
+            _mm256_storeu_ps(d + 8 * b, _mm256_set1_ps(db));
+        }
+    }
+
+    // ---- dot products ----
+
+    template <class B> static const B* row(const weights& w, int64_t r) {
         return reinterpret_cast<const B*>(w.data + static_cast<std::size_t>(r) * w.stride);
     }
+    static float* out_row(f32_rows_out y, int64_t t) {
+        return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(y.data) +
+                                        static_cast<std::size_t>(t) * y.stride);
+    }
+    static int64_t lo(int64_t a, int64_t b) {
+        return a < b ? a : b;
+    }
 
-    // Rows processed together: independent FMA chains hide their latency.
-    static constexpr int tile = 4;
+    static constexpr int K = V::blocks;
 
-    // out[r] = w[r] . x for the R rows w[0 .. R); the rows `next` (R of them, or null) are
-    // fetched into the cache at the pace these are read.
-    template <class B, int R>
-    static void dot_rows(const B* const* w, int64_t blocks, const block_q8_0* x, float* const* out,
-                         const B* const* next) {
-        // Consecutive prefetches at most a cache line apart.
-        constexpr int64_t step = sizeof(B) <= 32 ? 2 : 1;
-        __m256 acc[R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-            acc[r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < blocks; ++b) {
-            const __m256i xq = codes(x[b]);
-            const __m256i x8 = times8(xq);
-            const float dx = half(x[b].d);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                if (next != nullptr && b % step == 0)
-                    _mm_prefetch(reinterpret_cast<const char*>(next[r] + b), _MM_HINT_T0);
-                const __m256 d = _mm256_set1_ps(half(w[r][b].d) * dx);
-                const __m256i s = block_int(w[r][b], xq, x8);
-                acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r]);
+    // The register of blocks b .. b + K of the rows w[0 .. R) times the token rows x[0 .. T)
+    // (quant_acts rows of `stride` blocks), added to acc; with Full false only block b is left
+    // (x's other blocks read as zero).
+    template <class B, int R, int T, bool Full>
+    [[gnu::always_inline]] static void dot_step(vec (&acc)[R][T], const B* const* w,
+                                                const std::byte* const* x, int64_t stride,
+                                                int64_t b) {
+        using F = fmt<B>;
+        ivec u[R];
+        vec dw[R], m[R];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+            const B* blk[K];
+            uint16_t d[K], mins[K];
+#pragma GCC unroll 2
+            for (int k = 0; k < K; ++k) {
+                blk[k] = w[i] + (Full ? b + k : b);
+                d[k] = blk[k]->d;
+                if constexpr (F::min) mins[k] = blk[k]->m;
             }
+            u[i] = codes<B>(blk);
+            dw[i] = V::halves(d);
+            if constexpr (F::min) m[i] = V::halves(mins);
         }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-            *out[r] = hsum(acc[r]);
-    }
-
-    // A block's codes as block_dot_unpacked wants them: Q4_0 as the unsigned nibbles, Q8_0 as is.
-    static __m256i unpacked(const block_q4_0& b) {
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
-                                _mm256_set1_epi8(0x0f));
-    }
-    static __m256i unpacked(const block_q8_0& b) {
-        return codes(b);
-    }
-
-    // block_int(b, x, x8) from u = unpacked(b), the same operations, so the same int32 lanes.
-    template <class B> static __m256i block_dot_unpacked(__m256i u, __m256i x, __m256i x8) {
-        if constexpr (sizeof(B) == sizeof(block_q4_0)) {
-            const __m256i prod = _mm256_maddubs_epi16(u, x);
-            return _mm256_sub_epi32(_mm256_madd_epi16(prod, _mm256_set1_epi16(1)), x8);
-        } else {
-            return block_dot(u, x);
-        }
-    }
-
-    // Tokens of a prompt-batch register tile: AVX-512 files have 32 vector registers for the
-    // R x T accumulators, AVX2 files 16.
-    static constexpr int token_tile = sizeof(typename V::vec) == 64 ? 4 : 2;
-
-    // *out[r * T + t] = w[r] . x[t] for R rows and T tokens. Each block of a row is unpacked once
-    // for all T tokens and each token block once for all R rows; every output still gets
-    // dot_rows' exact sequence: per block the same int32 lanes, scaled by half(d_w) * half(d_x),
-    // one FMA into its own accumulator, one hsum at the end.
-    template <class B, int R, int T>
-    static void dot_tile(const B* const* w, int64_t blocks, const block_q8_0* const* x,
-                         float* const* out) {
-        __m256 acc[R][T];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t)
-                acc[r][t] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < blocks; ++b) {
-            __m256i xq[T], x8[T];
-            float dx[T];
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t) {
-                xq[t] = codes(x[t][b]);
-                x8[t] = times8(xq[t]);
-                dx[t] = half(x[t][b].d);
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const __m256i u = unpacked(w[r][b]);
-                const float dw = half(w[r][b].d);
-#pragma GCC unroll 4
-                for (int t = 0; t < T; ++t) {
-                    const __m256 d = _mm256_set1_ps(dw * dx[t]);
-                    const __m256i s = block_dot_unpacked<B>(u, xq[t], x8[t]);
-                    acc[r][t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[r][t]);
-                }
-            }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t)
-                *out[r * T + t] = hsum(acc[r][t]);
-    }
-
-    // Rows [r0, r1) against the T tokens x[0 .. T) into the T output rows y[0 .. T).
-    template <class B, int T>
-    static void tile_rows(const quant_weights& w, int64_t r0, int64_t r1,
-                          const block_q8_0* const* x, float* const* y) {
-        int64_t r = r0;
-        for (; r + tile <= r1; r += tile) {
-            const B* wr[tile];
-            float* out[tile * T];
-#pragma GCC unroll 4
-            for (int i = 0; i < tile; ++i) {
-                wr[i] = row<B>(w, r + i);
-#pragma GCC unroll 4
-                for (int t = 0; t < T; ++t)
-                    out[i * T + t] = y[t] + r + i;
-            }
-            dot_tile<B, tile, T>(wr, w.blocks, x, out);
-        }
-        for (; r < r1; ++r) {
-            const B* wr = row<B>(w, r);
-            float* out[T];
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t)
-                out[t] = y[t] + r;
-            dot_tile<B, 1, T>(&wr, w.blocks, x, out);
-        }
-    }
-
-    // Rows stay in the cache while token tiles pass over them; x holds n_tok activation rows of
-    // w.blocks blocks back to back.
-    template <class B>
-    static void mul_mat_t(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
-                          int64_t n_tok, f32_rows_out y) {
-        auto out_row = [&](int64_t t) {
-            return reinterpret_cast<float*>(reinterpret_cast<std::byte*>(y.data) +
-                                            static_cast<std::size_t>(t) * y.stride);
-        };
-        int64_t t = 0;
-        for (; t + token_tile <= n_tok; t += token_tile) {
-            const block_q8_0* xs[token_tile];
-            float* ys[token_tile];
-#pragma GCC unroll 4
-            for (int i = 0; i < token_tile; ++i) {
-                xs[i] = x + (t + i) * w.blocks;
-                ys[i] = out_row(t + i);
-            }
-            tile_rows<B, token_tile>(w, r0, r1, xs, ys);
-        }
-        for (; t < n_tok; ++t) {
-            const block_q8_0* xs = x + t * w.blocks;
-            float* ys = out_row(t);
-            tile_rows<B, 1>(w, r0, r1, &xs, &ys);
-        }
-    }
-
-    static void mul_mat_q(const quant_weights& w, int64_t r0, int64_t r1, const block_q8_0* x,
-                          int64_t n_tok, f32_rows_out y) {
-        if (w.q8)
-            mul_mat_t<block_q8_0>(w, r0, r1, x, n_tok, y);
-        else
-            mul_mat_t<block_q4_0>(w, r0, r1, x, n_tok, y);
-    }
-
-    template <class B>
-    static void mul_rows_t(const quant_weights& w, const int32_t* rows, int64_t first, int64_t n,
-                           const block_q8_0* x, float* y) {
-        auto index = [&](int64_t i) { return rows != nullptr ? rows[i] : first + i; };
-        int64_t i = 0;
-        for (; i + tile <= n; i += tile) {
-            const B* wr[tile];
-            const B* next[tile];
-            float* out[tile];
-            const bool more = i + 2 * tile <= n;
-#pragma GCC unroll 4
-            for (int r = 0; r < tile; ++r) {
-                wr[r] = row<B>(w, index(i + r));
-                next[r] = more ? row<B>(w, index(i + tile + r)) : nullptr;
-                out[r] = y + index(i + r);
-            }
-            dot_rows<B, tile>(wr, w.blocks, x, out, more ? next : nullptr);
-        }
-        for (; i < n; ++i) {
-            const B* wr = row<B>(w, index(i));
-            float* out = y + index(i);
-            dot_rows<B, 1>(&wr, w.blocks, x, &out, nullptr);
-        }
-    }
-
-    static void mul_rows_q(const quant_weights& w, const int32_t* rows, int64_t first, int64_t n,
-                           const block_q8_0* x, float* y) {
-        if (w.q8)
-            mul_rows_t<block_q8_0>(w, rows, first, n, x, y);
-        else
-            mul_rows_t<block_q4_0>(w, rows, first, n, x, y);
-    }
-
-    // The 32 codes of a block as four groups of eight floats.
-    static void widen(__m256i q, __m256 (&f)[4]) {
-        const __m128i lo = _mm256_castsi256_si128(q);
-        const __m128i hi = _mm256_extracti128_si256(q, 1);
-        f[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-        f[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-        f[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-        f[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-    }
-
-    // y[0 .. 32) += s * codes q.
-    static void axpy_block(__m256i q, __m256 s, float* y) {
-        __m256 f[4];
-        widen(q, f);
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g)
-            _mm256_storeu_ps(y + 8 * g, _mm256_fmadd_ps(s, f[g], _mm256_loadu_ps(y + 8 * g)));
-    }
-
-    // y[0 .. 32) += s0 * q0, then += s1 * q1.
-    static void axpy_block2(__m256i q0, __m256 s0, __m256i q1, __m256 s1, float* y) {
-        __m256 f0[4], f1[4];
-        widen(q0, f0);
-        widen(q1, f1);
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-            const __m256 v = _mm256_fmadd_ps(s0, f0[g], _mm256_loadu_ps(y + 8 * g));
-            _mm256_storeu_ps(y + 8 * g, _mm256_fmadd_ps(s1, f1[g], v));
-        }
-    }
-
-    // y[32 * b0 .. 32 * b1) += coef * dequant(w) for the rows with nonzero coefficients, two
-    // rows per pass over y (each element still gets their FMAs in list order). The next two
-    // listed rows are fetched into the cache at the pace these are read.
-    template <class B>
-    static void axpy_rows_t(const quant_weights& wt, const int32_t* rows, int64_t n, const float* a,
-                            float* y, int64_t b0, int64_t b1) {
-        constexpr int64_t step = sizeof(B) <= 32 ? 2 : 1;
-        int64_t k = 0;
-        while (k < n) {
-            const B* wr[2];
-            float coef[2];
-            int m = 0;
-            for (; k < n && m < 2; ++k) {
-                if (a[rows[k]] == 0.0f) continue;
-                coef[m] = a[rows[k]];
-                wr[m++] = row<B>(wt, rows[k]);
-            }
-            if (m == 0) break;
-            const B* next0 = row<B>(wt, rows[k < n ? k : n - 1]);
-            const B* next1 = row<B>(wt, rows[k + 1 < n ? k + 1 : n - 1]);
-            for (int64_t b = b0; b < b1; ++b) {
-                if ((b - b0) % step == 0) {
-                    _mm_prefetch(reinterpret_cast<const char*>(next0 + b), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char*>(next1 + b), _MM_HINT_T0);
-                }
-                if (m == 2)
-                    axpy_block2(codes(wr[0][b]), _mm256_set1_ps(coef[0] * half(wr[0][b].d)),
-                                codes(wr[1][b]), _mm256_set1_ps(coef[1] * half(wr[1][b].d)),
-                                y + b * qk8_0);
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+            // One pointer per token; the three arrays are the same distance apart in every row.
+            const std::byte* p = x[j] + 32 * b;
+            const void* pq = p;
+            const void* pe = p + 32 * stride;
+            const auto* pd = reinterpret_cast<const float*>(p + 64 * stride);
+            const ivec xq = Full ? V::iload(pq) : V::iload_first(pq);
+            const ivec extra = Full ? V::iload(pe) : V::iload_first(pe);
+            const vec dx = Full ? V::fload(pd) : V::fload_first(pd);
+#pragma GCC unroll 8
+            for (int i = 0; i < R; ++i) {
+                ivec sum;
+                if constexpr (F::is_signed)
+                    sum = V::dot_signed(u[i], xq);
+                else if constexpr (F::offset != 0)
+                    sum = V::dot(extra, u[i], xq);
                 else
-                    axpy_block(codes(wr[0][b]), _mm256_set1_ps(coef[0] * half(wr[0][b].d)),
-                               y + b * qk8_0);
+                    sum = V::dot(V::izero(), u[i], xq);
+                acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(sum), acc[i][j]);
+                if constexpr (F::min) acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
             }
         }
     }
 
-    static void axpy_rows_q(const quant_weights& wt, const int32_t* rows, int64_t n, const float* a,
-                            float* y, int64_t b0, int64_t b1) {
-        if (wt.q8)
-            axpy_rows_t<block_q8_0>(wt, rows, n, a, y, b0, b1);
-        else
-            axpy_rows_t<block_q4_0>(wt, rows, n, a, y, b0, b1);
+    // yt[j][col[i]] = w[i] . x[tok[j]] for R rows and T tokens, each row's blocks unpacked once
+    // for all T tokens and each token's once for all R rows. With `next`, those R rows are
+    // fetched into the cache at the pace these are read.
+    template <class B, int R, int T>
+    static void dot_tile(const B* const* w, const int64_t* col, quant_acts x, const int64_t* tok,
+                         float* const* yt, int64_t blocks, const B* const* next) {
+        // Consecutive prefetches at most a cache line apart.
+        constexpr int64_t step = sizeof(B) * K <= 64 ? 1 : 2;
+        const std::byte* xr[T];
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j)
+            xr[j] = x.data + tok[j] * quant_block_bytes * x.stride;
+        vec acc[R][T];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+            for (int j = 0; j < T; ++j)
+                acc[i][j] = V::zero();
+        int64_t b = 0;
+        for (; b + K <= blocks; b += K) {
+            if (next != nullptr) {
+#pragma GCC unroll 8
+                for (int i = 0; i < R; ++i) {
+                    V::prefetch(next[i] + b);
+                    if constexpr (step == 2) V::prefetch(next[i] + b + 1);
+                }
+            }
+            dot_step<B, R, T, true>(acc, w, xr, x.stride, b);
+        }
+        if constexpr (K > 1) {
+            if (b < blocks) dot_step<B, R, T, false>(acc, w, xr, x.stride, b);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+            for (int j = 0; j < T; ++j)
+                yt[j][col[i]] = V::sum(acc[i][j]);
+    }
+
+    // dot_tile for nr <= R rows and nt <= T tokens, without prefetch.
+    template <class B, int R, int T>
+    static void tile(int nr, int nt, const B* const* w, const int64_t* col, quant_acts x,
+                     const int64_t* tok, float* const* yt, int64_t blocks) {
+        if constexpr (R > 1) {
+            if (nr < R) return tile<B, R - 1, T>(nr, nt, w, col, x, tok, yt, blocks);
+        }
+        if constexpr (T > 1) {
+            if (nt < T) return tile<B, R, T - 1>(nr, nt, w, col, x, tok, yt, blocks);
+        }
+        dot_tile<B, R, T>(w, col, x, tok, yt, blocks, nullptr);
+    }
+
+    // y[index(k)] = w[index(k)] . x for k in [0, n).
+    template <class B, class Index>
+    static void rows_times_token(const weights& w, int64_t n, Index index, quant_acts x, float* y) {
+        constexpr int R = V::q_decode;
+        const int64_t blocks = w.cols / qk8_0;
+        const int64_t tok[1] = {0};
+        float* const yt[1] = {y};
+        for (int64_t k = 0; k < n; k += R) {
+            const int nr = static_cast<int>(lo(R, n - k));
+            const B* wr[R];
+            int64_t col[R];
+            for (int i = 0; i < nr; ++i) {
+                col[i] = index(k + i);
+                wr[i] = row<B>(w, col[i]);
+            }
+            if (nr == R && k + 2 * R <= n) {
+                const B* next[R];
+                for (int i = 0; i < R; ++i)
+                    next[i] = row<B>(w, index(k + R + i));
+                dot_tile<B, R, 1>(wr, col, x, tok, yt, blocks, next);
+            } else {
+                tile<B, R, 1>(nr, 1, wr, col, x, tok, yt, blocks);
+            }
+        }
+    }
+
+    static void mul_rows_q(const weights& w, const int32_t* rows, int64_t first, int64_t n,
+                           quant_acts x, float* y) {
+        visit(w.type, [&](auto t) {
+            using B = typename decltype(t)::type;
+            if (rows != nullptr)
+                rows_times_token<B>(
+                    w, n, [rows](int64_t k) { return static_cast<int64_t>(rows[k]); }, x, y);
+            else
+                rows_times_token<B>(
+                    w, n, [first](int64_t k) { return first + k; }, x, y);
+        });
+    }
+
+    // Rows stay in the cache while token tiles pass over them.
+    template <class B>
+    static void mul_mat_t(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
+                          f32_rows_out y) {
+        constexpr int R = V::q_rows, T = V::q_tokens;
+        const int64_t blocks = w.cols / qk8_0;
+        for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
+            const int nt = static_cast<int>(lo(T, n_tok - t0));
+            int64_t tok[T];
+            float* yt[T];
+            for (int j = 0; j < nt; ++j) {
+                tok[j] = t0 + j;
+                yt[j] = out_row(y, t0 + j);
+            }
+            for (int64_t r = r0; r < r1; r += R) {
+                const int nr = static_cast<int>(lo(R, r1 - r));
+                const B* wr[R];
+                int64_t col[R];
+                for (int i = 0; i < nr; ++i) {
+                    col[i] = r + i;
+                    wr[i] = row<B>(w, r + i);
+                }
+                tile<B, R, T>(nr, nt, wr, col, x, tok, yt, blocks);
+            }
+        }
+    }
+
+    static void mul_mat_q(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
+                          f32_rows_out y) {
+        visit(w.type,
+              [&](auto t) { mul_mat_t<typename decltype(t)::type>(w, r0, r1, x, n_tok, y); });
+    }
+
+    // Each row once for all its tokens, T of them per tile.
+    template <class B>
+    static void mul_rows_batch_t(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                                 const int32_t* tokens, quant_acts x, f32_rows_out y) {
+        constexpr int T = V::q_gather;
+        const int64_t blocks = w.cols / qk8_0;
+        for (int64_t i = i0; i < i1; ++i) {
+            const B* wr[1] = {row<B>(w, i)};
+            const int64_t col[1] = {i};
+            for (int64_t e = offsets[i]; e < offsets[i + 1]; e += T) {
+                const int nt = static_cast<int>(lo(T, offsets[i + 1] - e));
+                int64_t tok[T];
+                float* yt[T];
+                for (int j = 0; j < nt; ++j) {
+                    tok[j] = tokens[e + j];
+                    yt[j] = out_row(y, tok[j]);
+                }
+                tile<B, 1, T>(1, nt, wr, col, x, tok, yt, blocks);
+            }
+        }
+    }
+
+    static void mul_rows_batch_q(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                                 const int32_t* tokens, quant_acts x, f32_rows_out y) {
+        visit(w.type, [&](auto t) {
+            mul_rows_batch_t<typename decltype(t)::type>(w, i0, i1, offsets, tokens, x, y);
+        });
+    }
+
+    // ---- dequantized columns, for the accumulates of simd_impl.hpp ----
+
+    // Columns [c, c + L) of the quantized row w as floats d * q + k, with k = m, or
+    // k = -offset * d (exact) so that d * (q - offset) is rounded once.
+    template <class B> static vec load_cols(const B* w, int64_t c) {
+        using F = fmt<B>;
+        const B& blk = w[c / qk8_0];
+        const int64_t e = c % qk8_0;
+        ivec q;
+        float k = 0.0f;
+        if constexpr (sizeof(blk.qs) == 32) {
+            q = V::widen_i8(blk.qs + e);
+        } else {
+            // Elements 0 .. 15 are the low nibbles of qs, 16 .. 31 the high ones.
+            const ivec bytes = V::widen_u8(blk.qs + e % 16);
+            q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
+            if constexpr (F::bits) {
+                uint32_t qh;
+                __builtin_memcpy(&qh, blk.qh, sizeof(qh));
+                q = V::ior(q, V::lane_bits(qh, e));
+            }
+            k = static_cast<float>(-F::offset) * half(blk.d);
+        }
+        if constexpr (F::min) k = half(blk.m);
+        return V::fma(V::set1(half(blk.d)), V::cvt(q), V::set1(k));
     }
 };
 

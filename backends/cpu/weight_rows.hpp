@@ -15,19 +15,6 @@ namespace pi::cpu {
 // Elements per block of the quantized types below.
 inline constexpr int64_t quant_block = 32;
 
-// Types with integer-dot fast kernels (fast_quant.cpp).
-inline bool has_fast_quant(uint32_t type) {
-    return type == static_cast<uint32_t>(ggml_type::q4_0) ||
-           type == static_cast<uint32_t>(ggml_type::q8_0);
-}
-
-// Types the fast kernels handle at all. The other quantized weights (Q4_1, Q5_0, Q5_1) run the
-// reference code at every kernel level: correct, but slower than Q4_0 and Q8_0.
-inline bool has_fast_kernels(uint32_t type) {
-    return type == static_cast<uint32_t>(ggml_type::f32) ||
-           type == static_cast<uint32_t>(ggml_type::f16) || has_fast_quant(type);
-}
-
 // Rows of an F32 (W = float) or F16 (W = uint16_t) matrix.
 template <class W> class float_rows {
   public:

@@ -260,36 +260,47 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
     }
 
     // Prompt batches: weights reused by every token, so count FLOPs.
-    for (int64_t n_tok : {8, 64}) {
-        b.reset_scratch();
-        const pib_tensor tx = b.scratch(pi::ggml_type::f32, d, n_tok, x.data());
-        const pib_tensor ty = b.scratch(pi::ggml_type::f32, ff, n_tok);
-        measure("mat-mat F16 2048x5632 x" + std::to_string(n_tok) + " tok", up_bytes, 8, 0,
-                2.0 * d * ff * n_tok, [&](size_t off) {
-                    const pib_tensor tw = b.weight(pi::ggml_type::f16, d, ff, off);
-                    vt.mul_mat(b.ctx(), &tw, &tx, &ty);
+    const pi::ggml_type batch_types[] = {pi::ggml_type::f16, pi::ggml_type::q4_0,
+                                         pi::ggml_type::q8_0};
+    for (pi::ggml_type type : batch_types) {
+        const std::string name = pi::traits_of(static_cast<uint32_t>(type)).name;
+        const size_t bytes = pi::row_bytes(type, d) * static_cast<size_t>(ff);
+        for (int64_t n_tok : {8, 64}) {
+            b.reset_scratch();
+            const pib_tensor tx = b.scratch(pi::ggml_type::f32, d, n_tok, x.data());
+            const pib_tensor ty = b.scratch(pi::ggml_type::f32, ff, n_tok);
+            measure("mat-mat " + name + " 2048x5632 x" + std::to_string(n_tok) + " tok", bytes, 8,
+                    0, 2.0 * d * ff * n_tok, [&](size_t off) {
+                        const pib_tensor tw = b.weight(type, d, ff, off);
+                        vt.mul_mat(b.ctx(), &tw, &tx, &ty);
+                    });
+        }
+        // The sparse FFN of a prompt (10% of the neurons per token) and dense mode's down
+        // projection, an accumulate over every neuron.
+        for (double fraction : {0.1, 1.0}) {
+            const int64_t n_tok = 64;
+            const std::string what =
+                name + " 2048x5632 x64 " + std::to_string(static_cast<int>(fraction * 100)) + "%";
+            std::vector<int32_t> idx, count;
+            active_lists(ff, n_tok, fraction, 9, idx, count);
+            b.reset_scratch();
+            const pib_tensor tx = b.scratch(pi::ggml_type::f32, d, n_tok, x.data());
+            const pib_tensor ta = b.scratch(pi::ggml_type::f32, ff, n_tok, x.data());
+            const pib_tensor ty = b.scratch(pi::ggml_type::f32, ff, n_tok);
+            const pib_tensor tyd = b.scratch(pi::ggml_type::f32, d, n_tok);
+            const pib_tensor ti = b.scratch(pi::ggml_type::i32, ff, n_tok, idx.data());
+            const pib_tensor tc = b.scratch(pi::ggml_type::i32, n_tok, 1, count.data());
+            const double flops = 2.0 * d * std::accumulate(count.begin(), count.end(), 0.0);
+            if (fraction < 1.0)
+                measure("sparse mat-mat " + what, bytes, 8, 0, flops, [&](size_t off) {
+                    const pib_tensor tw = b.weight(type, d, ff, off);
+                    vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
                 });
-    }
-    {
-        const int64_t n_tok = 64;
-        std::vector<int32_t> idx, count;
-        active_lists(ff, n_tok, 0.1, 9, idx, count);
-        b.reset_scratch();
-        const pib_tensor tx = b.scratch(pi::ggml_type::f32, d, n_tok, x.data());
-        const pib_tensor ta = b.scratch(pi::ggml_type::f32, ff, n_tok, x.data());
-        const pib_tensor ty = b.scratch(pi::ggml_type::f32, ff, n_tok);
-        const pib_tensor tyd = b.scratch(pi::ggml_type::f32, d, n_tok);
-        const pib_tensor ti = b.scratch(pi::ggml_type::i32, ff, n_tok, idx.data());
-        const pib_tensor tc = b.scratch(pi::ggml_type::i32, n_tok, 1, count.data());
-        const double flops = 2.0 * d * std::accumulate(count.begin(), count.end(), 0.0);
-        measure("sparse mat-mat 2048x5632 x64 10%", up_bytes, 8, 0, flops, [&](size_t off) {
-            const pib_tensor tw = b.weight(pi::ggml_type::f16, d, ff, off);
-            vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
-        });
-        measure("sparse axpy x64 10%", up_bytes, 8, 0, flops, [&](size_t off) {
-            const pib_tensor tw = b.weight(pi::ggml_type::f16, d, ff, off);
-            vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
-        });
+            measure("sparse axpy " + what, bytes, 8, 0, flops, [&](size_t off) {
+                const pib_tensor tw = b.weight(type, d, ff, off);
+                vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
+            });
+        }
     }
 
     // Per-call cost of tiny kernels: what each of decode's ~300 kernels per token pays.
