@@ -38,10 +38,19 @@ struct progress_call {
     }
 };
 
+std::vector<bool> flags(const int32_t* values, int32_t n) {
+    std::vector<bool> out(static_cast<size_t>(n));
+    std::transform(values, values + n, out.begin(), [](int32_t v) { return v != 0; });
+    return out;
+}
+
 } // namespace
 
 model::model(const std::string& path, const load_args& args, py::object progress) {
     require_no_nul(path, "the model path");
+    if (args.offload_device) require_no_nul(*args.offload_device, "offload_device");
+    if (args.activation_stats)
+        require_no_nul(*args.activation_stats, "the activation statistics path");
     pi_model_params p = pi_model_default_params();
     p.use_mmap = args.use_mmap ? 1 : 0;
     p.dense = args.dense ? 1 : 0;
@@ -51,6 +60,11 @@ model::model(const std::string& path, const load_args& args, py::object progress
         p.sparse_threshold = *args.sparse_threshold;
     }
     if (args.vram_budget) p.vram_budget = *args.vram_budget;
+    if (args.offload_device) p.offload_device = args.offload_device->c_str();
+    if (args.activation_stats) p.activation_stats = args.activation_stats->c_str();
+    p.kv_n_ctx = args.kv_n_ctx;
+    p.reset_gpu_index = args.reset_gpu_index ? 1 : 0;
+    p.disable_gpu_index = args.disable_gpu_index ? 1 : 0;
     progress_call call{std::move(progress), std::nullopt};
     p.progress = &progress_call::call;
     p.progress_user_data = &call;
@@ -97,6 +111,13 @@ py::dict model::info() const {
     const int32_t layers = std::clamp(i.n_layer, 0, PI_MAX_LAYERS);
     d["predictor_rank"] = std::vector<int32_t>(i.predictor_rank, i.predictor_rank + layers);
     d["weight_type"] = std::string(i.weight_type);
+    d["offload_device"] = std::string(i.offload_device);
+    d["offload_bytes"] = i.offload_bytes;
+    d["hot_neurons"] = std::vector<int32_t>(i.hot_neurons, i.hot_neurons + layers);
+    d["attn_on_device"] = flags(i.attn_on_device, layers);
+    d["predictor_on_device"] = flags(i.predictor_on_device, layers);
+    d["output_on_device"] = i.output_on_device != 0;
+    d["kv_n_ctx_on_device"] = i.kv_n_ctx_on_device;
     d["bos"] = pi_token_bos(h.get());
     d["eos"] = pi_token_eos(h.get());
     d["newline"] = pi_token_newline(h.get());
@@ -163,14 +184,27 @@ void bind_model(py::module_& m) {
     py::class_<model>(m, "_Model")
         .def(py::init([](py::bytes path, bool use_mmap, bool dense, int32_t ffn_activation,
                          std::optional<float> sparse_threshold, std::optional<double> vram_budget,
-                         py::object progress) {
+                         std::optional<std::string> offload_device, int32_t kv_n_ctx,
+                         bool reset_gpu_index, bool disable_gpu_index,
+                         std::optional<std::string> activation_stats, py::object progress) {
                  return std::make_unique<model>(
                      std::string(path),
-                     load_args{use_mmap, dense, ffn_activation, sparse_threshold, vram_budget},
+                     load_args{.use_mmap = use_mmap,
+                               .dense = dense,
+                               .ffn_activation = ffn_activation,
+                               .sparse_threshold = sparse_threshold,
+                               .vram_budget = vram_budget,
+                               .offload_device = std::move(offload_device),
+                               .kv_n_ctx = kv_n_ctx,
+                               .reset_gpu_index = reset_gpu_index,
+                               .disable_gpu_index = disable_gpu_index,
+                               .activation_stats = std::move(activation_stats)},
                      std::move(progress));
              }),
              py::arg("path"), py::arg("use_mmap"), py::arg("dense"), py::arg("ffn_activation"),
-             py::arg("sparse_threshold"), py::arg("vram_budget"), py::arg("progress"))
+             py::arg("sparse_threshold"), py::arg("vram_budget"), py::arg("offload_device"),
+             py::arg("kv_n_ctx"), py::arg("reset_gpu_index"), py::arg("disable_gpu_index"),
+             py::arg("activation_stats"), py::arg("progress"))
         .def("close", &model::close)
         .def_property_readonly("closed", &model::closed)
         .def("info", &model::info)

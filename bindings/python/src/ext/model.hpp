@@ -18,6 +18,12 @@ struct load_args {
     int32_t ffn_activation = PI_FFN_ACTIVATION_AUTO;
     std::optional<float> sparse_threshold;
     std::optional<double> vram_budget;
+    std::optional<std::string> offload_device;
+    int32_t kv_n_ctx = 0;
+    bool reset_gpu_index = false;
+    bool disable_gpu_index = false;
+    // File-system bytes (os.fsencode).
+    std::optional<std::string> activation_stats;
 };
 
 class model {

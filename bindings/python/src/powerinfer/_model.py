@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Literal, Optional, Union
@@ -12,11 +15,57 @@ from ._errors import InvalidArgumentError
 if TYPE_CHECKING:
     from ._context import Context
 
-__all__ = ["Model", "ModelInfo", "make_synthetic_model", "StrPath"]
+__all__ = ["Model", "ModelInfo", "make_synthetic_model", "StrPath", "OffloadDevice"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 
 _ACTIVATIONS = {"auto": 0, "relu": 1, "silu": 2}
+_OFFLOAD_DEVICES = ("auto", "cuda", "hip", "cpu", "none")
+_INT32_MAX = 2**31 - 1
+
+OffloadDevice = Literal["auto", "cuda", "hip", "cpu", "none"]
+
+
+def _vram_budget(value: Optional[float]) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"vram_budget must be a number of bytes or None, not {type(value).__name__}"
+        )
+    if math.isnan(value):
+        raise InvalidArgumentError("vram_budget is NaN", -1)
+    return float(value)
+
+
+def _offload_device(name: Optional[str], vram_budget: Optional[float]) -> Optional[str]:
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise TypeError(f"offload_device must be a str or None, not {type(name).__name__}")
+    if name not in _OFFLOAD_DEVICES:
+        raise InvalidArgumentError(
+            f"offload_device must be one of {', '.join(_OFFLOAD_DEVICES)}, not {name!r}", -1
+        )
+    if name == "cpu" and (vram_budget is None or vram_budget < 0):
+        raise InvalidArgumentError(
+            "offload_device='cpu' needs an explicit vram_budget in bytes (>= 0), "
+            f"not {vram_budget!r}",
+            -1,
+        )
+    return name
+
+
+def _kv_n_ctx(value: int) -> int:
+    if isinstance(value, bool):
+        raise TypeError("kv_n_ctx must be an int, not bool")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"kv_n_ctx must be an int, not {type(value).__name__}") from None
+    if not 0 <= n <= _INT32_MAX:
+        raise InvalidArgumentError(f"kv_n_ctx must be in [0, 2**31 - 1], not {n}", -1)
+    return n
 
 
 @dataclass(frozen=True)
@@ -51,6 +100,21 @@ class ModelInfo:
     bos: int
     eos: int
     newline: int
+    offload_device: str = ""
+    """The offload device (e.g. ``"cuda"``, ``"cpu (second instance)"``), ``""`` when everything
+    runs on the CPU."""
+    offload_bytes: int = 0
+    """Bytes of weights on the offload device: dense blocks and hot FFN rows."""
+    hot_neurons: tuple[int, ...] = ()
+    """FFN neurons on the offload device, per layer."""
+    attn_on_device: tuple[bool, ...] = ()
+    """Per layer: the attention weights are on the offload device."""
+    predictor_on_device: tuple[bool, ...] = ()
+    """Per layer: the predictor is on the offload device."""
+    output_on_device: bool = False
+    """The output norm and projection are on the offload device."""
+    kv_n_ctx_on_device: int = 0
+    """KV cache positions reserved on the offload device (0: the KV cache is in host memory)."""
 
 
 class Model:
@@ -58,8 +122,25 @@ class Model:
 
     Args:
         path: a PowerInfer GGUF file (sparse ``PWRI`` or dense ``GGUF`` magic).
-        vram_budget: bytes of GPU memory a GPU backend may use; ``None``: free VRAM minus a
-            margin. This build runs on the CPU and accepts the value for compatibility.
+        vram_budget: bytes of memory the offload device may hold; ``None``: its free memory
+            minus a margin; 0: offload nothing. The device (a GPU backend module, or
+            ``offload_device="cpu"``) receives the dense blocks (attention, predictors,
+            output), the KV cache when ``kv_n_ctx`` is set, and the hot FFN neurons that fit;
+            the cold neurons stay on the CPU. Only sparse inference offloads.
+        offload_device: where the hot neurons go: ``"auto"`` (a CUDA or HIP device when one is
+            usable, else none), ``"cuda"``, ``"hip"``, ``"none"``, or ``"cpu"`` (a second CPU
+            backend instance limited to ``vram_budget`` bytes: the hybrid path without a GPU,
+            for testing; it needs an explicit ``vram_budget``). ``None``: the library's
+            default (``"auto"``).
+        kv_n_ctx: KV cache positions to reserve on the offload device once every dense block
+            fits there; contexts with ``n_ctx`` up to this keep the KV cache of device attention
+            layers on the device. 0 (default): the KV cache stays in host memory.
+        reset_gpu_index: ignore the cached ``<model>.generated.gpuidx`` and plan again (the new
+            plan is written there).
+        disable_gpu_index: keep every FFN neuron on the CPU; dense blocks are still offloaded.
+        activation_stats: activation statistics for the planner: a statistics GGUF file or
+            PowerInfer's ``activation/`` folder. ``None``: ``<model dir>/activation`` when
+            present, else a short calibration run of the predictors.
         n_threads: default CPU threads of the contexts created by :meth:`create_context`
             (``None``: the library's default).
         use_mmap: map the weights (default) rather than reading them into memory.
@@ -72,7 +153,9 @@ class Model:
     Raises:
         FileError: the file is missing or unreadable (the message names the path).
         FormatError: the file is malformed.
-        UnsupportedError: valid, but not supported by this build.
+        UnsupportedError: valid, but not supported by this build (e.g. ``offload_device="cuda"``
+            without the CUDA backend module).
+        InvalidArgumentError: a bad argument (the message names it).
 
     Loading releases the GIL; Ctrl-C interrupts it. ``close()`` (or leaving a ``with`` block)
     releases the model; contexts created from it keep the weights until they are closed too.
@@ -89,6 +172,11 @@ class Model:
         dense: bool = False,
         ffn_activation: Literal["auto", "relu", "silu"] = "auto",
         sparse_threshold: Optional[float] = None,
+        offload_device: Optional[OffloadDevice] = None,
+        kv_n_ctx: int = 0,
+        reset_gpu_index: bool = False,
+        disable_gpu_index: bool = False,
+        activation_stats: Optional[StrPath] = None,
     ) -> None:
         if ffn_activation not in _ACTIVATIONS:
             raise InvalidArgumentError(
@@ -98,6 +186,10 @@ class Model:
             raise InvalidArgumentError(f"n_threads must be at least 1, not {n_threads}", -1)
         if progress is not None and not callable(progress):
             raise TypeError("progress must be callable")
+        budget = _vram_budget(vram_budget)
+        device = _offload_device(offload_device, budget)
+        kv_positions = _kv_n_ctx(kv_n_ctx)
+        stats_path = None if activation_stats is None else os.fsencode(os.fspath(activation_stats))
         self.path = os.fspath(path)
         self.n_threads = n_threads
         self._impl = _powerinfer._Model(
@@ -106,16 +198,22 @@ class Model:
             dense=dense,
             ffn_activation=_ACTIVATIONS[ffn_activation],
             sparse_threshold=sparse_threshold,
-            vram_budget=vram_budget,
+            vram_budget=budget,
+            offload_device=device,
+            kv_n_ctx=kv_positions,
+            reset_gpu_index=reset_gpu_index,
+            disable_gpu_index=disable_gpu_index,
+            activation_stats=stats_path,
             progress=progress,
         )
         info = self._impl.info()
-        info["predictor_rank"] = tuple(info["predictor_rank"])
+        for per_layer in ("predictor_rank", "hot_neurons", "attn_on_device", "predictor_on_device"):
+            info[per_layer] = tuple(info[per_layer])
         self._info = ModelInfo(**info)
 
     @property
     def info(self) -> ModelInfo:
-        """Architecture, sizes, sparsity and special tokens of the model."""
+        """Architecture, sizes, sparsity, special tokens and device placement of the model."""
         return self._info
 
     @property

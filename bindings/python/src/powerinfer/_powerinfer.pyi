@@ -23,6 +23,11 @@ class _Model:
         ffn_activation: int,
         sparse_threshold: Optional[float],
         vram_budget: Optional[float],
+        offload_device: Optional[str],
+        kv_n_ctx: int,
+        reset_gpu_index: bool,
+        disable_gpu_index: bool,
+        activation_stats: Optional[bytes],
         progress: Optional[Callable[[float], Optional[bool]]],
     ) -> None: ...
     def close(self) -> None: ...
