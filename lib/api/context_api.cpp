@@ -3,7 +3,7 @@
 
 #include "api/api_support.hpp"
 #include "api/handles.hpp"
-#include "engine/placement.hpp"
+#include "engine/context.hpp"
 
 using namespace pi;
 using pi::api::guard;
@@ -35,7 +35,6 @@ pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi
         o.kv_f16 = p.kv_f16 != 0;
         o.audit_predictor = p.audit_predictor != 0;
         o.offloaded = model->offloaded.get();
-        if (o.offloaded) o.n_batch = std::min(o.n_batch, max_offload_batch);
         auto handle = std::make_unique<pi_context>();
         handle->impl = std::make_unique<context>(*model->impl, o);
         *out_ctx = handle.release();

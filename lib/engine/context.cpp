@@ -138,6 +138,7 @@ context::context(const model& m, const context_options& options) : model_(m), op
             fail(status::invalid_argument, "offloading needs sparse inference");
         if (off->n_layers() != static_cast<size_t>(h.n_layer))
             fail(status::invalid_argument, "the offload plan does not belong to this model");
+        options_.n_batch = std::min(options_.n_batch, max_offload_batch);
     }
 
     dev_ = std::make_unique<device>(device::cpu(options_.n_threads));

@@ -19,6 +19,10 @@ namespace planner {
 struct plan;
 }
 
+// The device scratch of a context is planned for batches of at most this many tokens; contexts of
+// an offloading model use no larger batches.
+constexpr int32_t max_offload_batch = 512;
+
 // Which parts go to the device. Vectors are per layer; empty dense vectors mean "none".
 struct offload_placement {
     std::vector<std::vector<int32_t>> hot; // ascending neuron ids per layer

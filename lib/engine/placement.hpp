@@ -10,10 +10,6 @@
 
 namespace pi {
 
-// The device scratch of the hybrid FFN is planned for contexts with at most this many tokens per
-// batch; contexts of an offloading model use no larger batches.
-constexpr int32_t max_offload_batch = 512;
-
 struct offload_request {
     std::string model_path;
     int64_t budget = -1;            // bytes; < 0: the device's free memory minus a safety margin
