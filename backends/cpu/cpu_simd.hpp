@@ -30,21 +30,29 @@ struct weights {
 };
 
 // Activation rows quantized to 8 bits per block of 32 for the integer dot products with
-// weights of one quantized type (see prepare_q). A token's row holds `stride` blocks (its blocks
-// rounded up to an even number) in three arrays of 32 bytes per block, one after the other:
-// - the 32 codes of each block, in [-127, 127];
-// - per group k of four consecutive codes (eight 4-byte words per block), a correction whose
+// weights of one quantized type (see prepare_q). A token's row holds `stride` blocks (see
+// quant_stride) in four arrays, one after the other:
+// - the 32 codes of each block, in [-127, 127] (32 bytes per block);
+// - per group k of four consecutive codes (eight 4-byte words per block), a group word whose
 //   meaning depends on the weight type: for Q4_0, Q5_0 and Q8_0, the int32 -o * the group's
 //   code sum, where o is the offset the kernels add to weight codes to make them unsigned; for
 //   Q4_1 and Q5_1, the float d_x * the group's code sum, which the weights' minimum multiplies;
-// - the block's scale d_x as a float, eight copies.
+// - the block's scale d_x as a float, eight copies (32 bytes per block);
+// - two words per block: d_x, then the block's word, the sum of its group words (as a float
+//   d_x * the code sum for Q4_1 and Q5_1) (8 bytes per block).
+// The sparse products read the first three arrays, the dense ones the codes and the last.
 // Token t's row starts at data + t * stride * quant_block_bytes, on a cache line.
 struct quant_acts {
     const std::byte* data;
     int64_t stride;
 };
-// Bytes per block of a quant_acts row (the three arrays of 32 bytes).
-inline constexpr int64_t quant_block_bytes = 3 * 32;
+// Bytes per block of a quant_acts row (its part of the four arrays).
+inline constexpr int64_t quant_block_bytes = 3 * 32 + 8;
+// The blocks of a quant_acts row for `blocks` blocks of activations: a whole number of cache
+// lines.
+inline constexpr int64_t quant_stride(int64_t blocks) {
+    return (blocks + 7) / 8 * 8;
+}
 
 // 64-byte aligned storage for quant_acts.
 struct alignas(64) cache_line {
@@ -82,10 +90,14 @@ struct attend_args {
 // axpy_rows_batch accumulates a block of columns of every token in a local copy whose rows are
 // padded so that they neither share L1 sets nor 4 KiB-alias each other, as y's rows (whole
 // multiples of 4 KiB apart for typical widths) would.
+// Rows are applied axpy_batch_group at a time, each token's columns loaded and stored once for
+// all the group's rows that list it; the scratch also holds, per token, those rows' coefficients
+// and a mark.
 inline constexpr int64_t axpy_batch_block = 128;
 inline constexpr int64_t axpy_batch_stride = axpy_batch_block + 16;
+inline constexpr int64_t axpy_batch_group = 8;
 inline constexpr int64_t axpy_batch_scratch(int64_t n_tok) {
-    return n_tok * axpy_batch_stride;
+    return n_tok * (axpy_batch_stride + axpy_batch_group + 2);
 }
 
 struct simd_kernels {
@@ -125,19 +137,18 @@ struct simd_kernels {
     void (*glu)(const float* gate, const float* up, float* out, int64_t n, int32_t kind);
 
     // Quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times activations prepared for their
-    // type. Every output w[r] . x[t] is one sequence of operations whatever the entry, tile or
-    // batch: per block in order, the eight exact int32 group sums of the codes' products (as
-    // quant_acts groups them) converted to float, scaled by d_w * d_x and added by one FMA into
-    // eight float lanes (then, for Q4_1 and Q5_1, m_w times the group's extra float added by a
-    // second FMA); the lanes are summed in a fixed order at the end. The AVX-512 tables keep
-    // two sets of eight lanes, for the even and the odd blocks.
+    // type. Every block product is exact integer arithmetic, and every output is one sequence of
+    // float operations whatever the entry, tile or batch, of one of two kinds (see
+    // simd_quant_impl.hpp): the dense products (mul_mat_q, for one token or a batch) convert each
+    // block's int32 sum to float and add it, scaled by d_w * d_x, by one FMA; the sparse ones
+    // (mul_rows_q, mul_rows_batch_q) do so per group of four codes, in eight float lanes summed
+    // at the end. A token decoded alone or in a batch thus gets the same bits from each kind.
     //
     // Quantizes the `blocks` blocks of the activation row x for products with weights of
     // `type` into the quant_acts row `out` of `stride` blocks.
     void (*prepare_q)(wtype type, const float* x, int64_t blocks, int64_t stride, std::byte* out);
-    // y[r] = w[r] . x for r = rows[i] (or first + i when rows is null), i in [0, n).
-    void (*mul_rows_q)(const weights& w, const int32_t* rows, int64_t first, int64_t n,
-                       quant_acts x, float* y);
+    // y[r] = w[r] . x for r = rows[i], i in [0, n).
+    void (*mul_rows_q)(const weights& w, const int32_t* rows, int64_t n, quant_acts x, float* y);
     // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
     void (*mul_mat_q)(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
                       f32_rows_out y);

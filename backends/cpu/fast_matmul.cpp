@@ -134,12 +134,13 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
         });
         return PIB_OK;
     }
+    if (w.ne0 == 0) { // no blocks: every product is an empty sum
+        zero_rows(c, y);
+        return PIB_OK;
+    }
     const quant_acts xq = prepare_activations(c, wr.type, x);
     parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
-        if (x.ne1 == 1)
-            k.mul_rows_q(wr, nullptr, r0, r1 - r0, xq, y.row<float>(0));
-        else
-            k.mul_mat_q(wr, r0, r1, xq, x.ne1, out_rows(y));
+        k.mul_mat_q(wr, r0, r1, xq, x.ne1, out_rows(y));
     });
     return PIB_OK;
 }
@@ -158,7 +159,7 @@ int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& id
         const int64_t chunk = chunk_size(c, n, rows_for(w, decode_task_bytes), n, 8, 2);
         parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
             if (quant)
-                k.mul_rows_q(wr, list + k0, 0, k1 - k0, xq, y.row<float>(0));
+                k.mul_rows_q(wr, list + k0, k1 - k0, xq, y.row<float>(0));
             else
                 k.mul_rows(wr, list + k0, k1 - k0, x.row<const float>(0), y.row<float>(0));
         });

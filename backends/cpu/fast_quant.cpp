@@ -8,7 +8,7 @@ namespace pi::cpu {
 
 quant_acts prepare_activations(context& c, wtype type, const view& x) {
     const int64_t blocks = x.ne0 / 32;
-    const int64_t stride = (blocks + 1) / 2 * 2;
+    const int64_t stride = quant_stride(blocks);
     const int64_t row = quant_block_bytes * stride;
     const auto lines = static_cast<std::size_t>(row / 64 * x.ne1);
     if (c.quant_x.size() < lines) c.quant_x.resize(lines);

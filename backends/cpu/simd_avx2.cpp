@@ -70,7 +70,7 @@ struct avx2 {
     using ivec = __m256i;
     static constexpr int blocks = 1;
     static constexpr bool vnni = false;
-    static constexpr int q_rows = 2, q_tokens = 4, q_decode = 4, q_gather = 4;
+    static constexpr int q_tokens = 4, q_decode = 4, q_gather = 4;
 
     static ivec izero() { return _mm256_setzero_si256(); }
     static ivec iset8(int8_t v) { return _mm256_set1_epi8(v); }
@@ -82,31 +82,28 @@ struct avx2 {
     static vec cvt(ivec a) { return _mm256_cvtepi32_ps(a); }
     static vec as_float(ivec a) { return _mm256_castsi256_ps(a); }
 
-    [[gnu::always_inline]] static ivec nibbles(const uint8_t* const* qs) {
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs[0]));
-        return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
-                                _mm256_set1_epi8(0x0f));
-    }
-    // Byte e becomes 0x10 when bit e of the little-endian word is set: each byte of the word
-    // is spread over eight bytes, which keep only their own bit.
-    [[gnu::always_inline]] static ivec fifth_bits(const uint8_t* const* qh) {
-        uint32_t bits;
-        __builtin_memcpy(&bits, qh[0], sizeof(bits));
-        const __m256i spread =
-            _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
-                                _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                                  0x0101010101010101, 0x0000000000000000));
-        const __m256i set =
-            _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
-                              _mm256_set1_epi64x(-1));
-        return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-    }
-    [[gnu::always_inline]] static ivec join(const void* const* p) { return iload(p[0]); }
-    [[gnu::always_inline]] static vec halves(const uint16_t* h) { return set1(_cvtsh_ss(h[0])); }
+    static vec halves(const uint16_t* h) { return set1(_cvtsh_ss(h[0])); }
     static ivec iload(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-    static ivec iload_first(const void* p) { return iload(p); }
     static vec fload(const float* p) { return _mm256_loadu_ps(p); }
-    static vec fload_first(const float* p) { return fload(p); }
+    static ivec iadd(ivec a, ivec b) { return _mm256_add_epi32(a, b); }
+    static ivec unpacklo32(ivec a, ivec b) { return _mm256_unpacklo_epi32(a, b); }
+    static ivec unpackhi32(ivec a, ivec b) { return _mm256_unpackhi_epi32(a, b); }
+    static ivec unpacklo64(ivec a, ivec b) { return _mm256_unpacklo_epi64(a, b); }
+    static ivec unpackhi64(ivec a, ivec b) { return _mm256_unpackhi_epi64(a, b); }
+    // 128-bit lanes (a0, b0) and (a1, b1).
+    static ivec join_lo(ivec a, ivec b) { return _mm256_permute2x128_si256(a, b, 0x20); }
+    static ivec join_hi(ivec a, ivec b) { return _mm256_permute2x128_si256(a, b, 0x31); }
+    [[gnu::always_inline]] static void pair_rows(const __m256i* rows, ivec (&z)[8]) {
+#pragma GCC unroll 8
+        for (int a = 0; a < 8; ++a)
+            z[a] = rows[a];
+    }
+    static ivec from_halves(const __m256i (&h)[1]) {
+        return h[0];
+    }
+    static __m256 half_of(vec v, int) {
+        return v;
+    }
     [[gnu::always_inline]] static ivec dot(ivec acc, ivec u, ivec x) {
         return _mm256_add_epi32(
             acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));

@@ -65,7 +65,7 @@ struct avx512 {
     using ivec = __m512i;
     static constexpr int blocks = 2;
     static constexpr bool vnni = false;
-    static constexpr int q_rows = 2, q_tokens = 8, q_decode = 8, q_gather = 8;
+    static constexpr int q_tokens = 8, q_decode = 8, q_gather = 8;
 
     static ivec izero() { return _mm512_setzero_si512(); }
     static ivec iset8(int8_t v) { return _mm512_set1_epi8(v); }
@@ -111,6 +111,33 @@ struct avx512 {
     static ivec iload_first(const void* p) { return _mm512_maskz_loadu_epi32(0x00ff, p); }
     static vec fload(const float* p) { return _mm512_loadu_ps(p); }
     static vec fload_first(const float* p) { return _mm512_maskz_loadu_ps(0x00ff, p); }
+    static ivec iadd(ivec a, ivec b) { return _mm512_add_epi32(a, b); }
+    static ivec unpacklo32(ivec a, ivec b) { return _mm512_unpacklo_epi32(a, b); }
+    static ivec unpackhi32(ivec a, ivec b) { return _mm512_unpackhi_epi32(a, b); }
+    static ivec unpacklo64(ivec a, ivec b) { return _mm512_unpacklo_epi64(a, b); }
+    static ivec unpackhi64(ivec a, ivec b) { return _mm512_unpackhi_epi64(a, b); }
+    // 128-bit lanes (a0, b0, a2, b2) and (a1, b1, a3, b3).
+    static ivec join_lo(ivec a, ivec b) {
+        return _mm512_permutex2var_epi64(a, _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), b);
+    }
+    static ivec join_hi(ivec a, ivec b) {
+        return _mm512_permutex2var_epi64(a, _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15), b);
+    }
+    // Rows a and a + 8 of the 16 in z[a], for the transpose of simd_quant_impl.hpp.
+    [[gnu::always_inline]] static void pair_rows(const __m256i* rows, ivec (&z)[8]) {
+#pragma GCC unroll 8
+        for (int a = 0; a < 8; ++a)
+            z[a] = _mm512_inserti64x4(_mm512_castsi256_si512(rows[a]), rows[a + 8], 1);
+    }
+    // The register of the two blocks' eight lanes each.
+    static ivec from_halves(const __m256i (&h)[2]) {
+        return _mm512_inserti64x4(_mm512_castsi256_si512(h[0]), h[1], 1);
+    }
+    // The eight floats of block k of a register.
+    static __m256 half_of(vec v, int k) {
+        return k == 0 ? _mm512_castps512_ps256(v)
+                      : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    }
     [[gnu::always_inline]] static ivec dot(ivec acc, ivec u, ivec x) {
         return _mm512_add_epi32(
             acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, x), _mm512_set1_epi16(1)));

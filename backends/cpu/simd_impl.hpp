@@ -354,28 +354,84 @@ template <class V> struct impl {
         if (c < n) V::store_n(dst + c, V::load_n(src + c, n - c), n - c);
     }
 
+    // y[c0 .. c0 + min(n, U L)) = fma(cf[g_k], w[g_k], ... fma(cf[g_0], w[g_0], y)) for the set
+    // bits g_0 < ... < g_k of `rows`, element by element, as axpy_group would one row at a time.
+    template <int U, bool Full>
+    static void axpy_marked(uint32_t rows, const float* const* w, const float* cf, float* y,
+                            int64_t c0, int64_t n) {
+        auto lanes = [n](int u) { return Full ? L : lo(L, n - u * L > 0 ? n - u * L : 0); };
+        auto load = [&](const float* p, int u) {
+            return Full ? V::load(p + u * L) : V::load_n(p + u * L, lanes(u));
+        };
+        vec acc[U];
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u)
+            acc[u] = load(y + c0, u);
+        for (; rows != 0; rows &= rows - 1u) {
+            const int g = __builtin_ctz(rows);
+            const vec a = V::set1(cf[g]);
+#pragma GCC unroll 16
+            for (int u = 0; u < U; ++u)
+                acc[u] = V::fma(a, load(w[g] + c0, u), acc[u]);
+        }
+#pragma GCC unroll 16
+        for (int u = 0; u < U; ++u) {
+            if constexpr (Full)
+                V::store(y + c0 + u * L, acc[u]);
+            else
+                V::store_n(y + c0 + u * L, acc[u], lanes(u));
+        }
+    }
+
     template <class W>
     static void axpy_rows_batch_t(const weights& wt, int64_t n_rows, const int32_t* offsets,
                                   const int32_t* tokens, const float* coefs, int64_t n_tok,
-                                  f32_rows_out y, int64_t c0, int64_t c1, float* local) {
-        // A block of columns of every token stays in the local copy while all rows pass; a F16
-        // row block is converted once for all its tokens.
+                                  f32_rows_out y, int64_t c0, int64_t c1, float* scratch) {
+        // A block of columns of every token stays in the local copy while all rows pass; a
+        // quantized or F16 row block is converted once for all its tokens.
         constexpr int64_t block = axpy_batch_block, stride = axpy_batch_stride;
-        alignas(64) float buf[block];
+        constexpr int G = static_cast<int>(axpy_batch_group);
+        // Vectors of columns kept in registers per pass over a token's block.
+        constexpr int U = 8;
+        float* local = scratch;
+        float* cf = scratch + n_tok * stride;
+        auto* marks = reinterpret_cast<uint32_t*>(cf + n_tok * G);
+        auto* touched = reinterpret_cast<int32_t*>(marks + n_tok);
+        for (int64_t t = 0; t < n_tok; ++t)
+            marks[t] = 0;
+        alignas(64) float buf[G][block];
         for (int64_t b0 = c0; b0 < c1; b0 += block) {
             const int64_t n = lo(block, c1 - b0);
             for (int64_t t = 0; t < n_tok; ++t)
                 copy(row(y, t) + b0, local + t * stride, n);
-            for (int64_t i = 0; i < n_rows; ++i) {
+            for (int64_t i0 = 0; i0 < n_rows; i0 += G) {
+                const int64_t i1 = lo(n_rows, i0 + G);
                 // Row blocks are a few cache lines a whole row apart: too short a run for the
-                // hardware prefetchers, so fetch the block a few rows ahead.
-                if (i + prefetch_rows < n_rows)
-                    prefetch_bytes(at(row<W>(wt, i + prefetch_rows), b0), bytes_of<W>(n));
-                if (offsets[i] == offsets[i + 1]) continue;
-                const float* src[1] = {widen(row<W>(wt, i), b0, n, buf)};
-                for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e)
-                    axpy_group<float, 1, false>(src, coefs + e, local + tokens[e] * stride, 0, n,
-                                                nullptr);
+                // hardware prefetchers, so fetch the group's next rows ahead.
+                for (int64_t i = i0 + prefetch_rows; i < i1 + prefetch_rows && i < n_rows; ++i)
+                    prefetch_bytes(at(row<W>(wt, i), b0), bytes_of<W>(n));
+                const float* src[G];
+                int64_t n_touched = 0;
+                for (int64_t i = i0; i < i1; ++i) {
+                    if (offsets[i] == offsets[i + 1]) continue;
+                    const int g = static_cast<int>(i - i0);
+                    src[g] = widen(row<W>(wt, i), b0, n, buf[g]);
+                    for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e) {
+                        const int32_t t = tokens[e];
+                        if (marks[t] == 0) touched[n_touched++] = t;
+                        marks[t] |= 1u << g;
+                        cf[t * G + g] = coefs[e];
+                    }
+                }
+                for (int64_t k = 0; k < n_touched; ++k) {
+                    const int32_t t = touched[k];
+                    float* yt = local + t * stride;
+                    int64_t c = 0;
+                    for (; c + U * L <= n; c += U * L)
+                        axpy_marked<U, true>(marks[t], src, cf + t * G, yt, c, U * L);
+                    if (c < n) axpy_marked<U, false>(marks[t], src, cf + t * G, yt, c, n - c);
+                    marks[t] = 0;
+                }
             }
             for (int64_t t = 0; t < n_tok; ++t)
                 copy(local + t * stride, row(y, t) + b0, n);

@@ -6,23 +6,29 @@
 // Products follow ggml: activations are quantized to 8-bit blocks (prepare_q) and every block
 // product is exact integer arithmetic, scaled once. Weight codes are made unsigned (Q4_0 and
 // Q5_0 codes as stored, Q8_0 codes + 128 with VNNI), so that one u8 x s8 instruction (vpdpbusd,
-// or maddubs then madd without VNNI) gives the eight int32 sums of four consecutive products;
-// the offset times the activations' group sums, precomputed per block, corrects them exactly.
-// Without VNNI, Q8_0 codes stay signed (maddubs could saturate on codes + 128).
+// or maddubs then madd without VNNI) gives int32 sums of four consecutive products; the offset
+// times the activations' code sums, precomputed, corrects them exactly. Without VNNI, Q8_0
+// codes stay signed (maddubs could saturate on codes + 128).
 //
-// A register holds V::blocks consecutive blocks of one (row, token) product, eight lanes each:
-// one for AVX2, two (even and odd blocks) for AVX-512. A row with an odd number of blocks ends
-// with a register whose activation half is zero, which adds exactly nothing.
+// Two kinds of products (see simd_kernels): the dense ones (mul_mat_q) scale each block's whole
+// int32 sum, the sparse ones (mul_rows_q, mul_rows_batch_q) each group of four codes. Both are
+// exact up to the float work, so the VNNI and non-VNNI tables agree bit for bit.
 //
-// V provides, besides simd_impl.hpp's float operations: ivec; blocks; vnni; the tile shapes
-// q_rows x q_tokens (prompt products), q_decode (rows of one token) and q_gather (tokens of one
-// row); per block of the register, from one pointer each: nibbles (the 32 codes of 16 packed
-// bytes), fifth_bits (0x10 for each set bit of a Q5 qh word), join (32 bytes), halves (a
-// binary16 value broadcast to the block's lanes); iload, fload (V::blocks consecutive 32-byte
-// chunks) and iload_first, fload_first (the first chunk, the others zero); dot(acc, u, x) (acc +
-// the group sums of u * x, u unsigned), dot_signed (without VNNI), cvt (int32 to float),
-// as_float; and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 +
-// lane of a word is set), srli, iand, ior, ixor, iset8, iset32, izero.
+// V provides, besides simd_impl.hpp's float operations: ivec; blocks (consecutive blocks of one
+// product per register: one for AVX2, two for AVX-512); vnni; the tile shapes q_tokens (tokens
+// of a dense batch), q_decode (rows of one token, sparse) and q_gather (tokens of one row,
+// sparse); per block of the register, from one pointer each: halves (a binary16 value broadcast
+// to the block's lanes) and, with two blocks per register, nibbles (the 32 codes of 16 packed
+// bytes), fifth_bits (0x10 for each set bit of a Q5 qh word) and join (32 bytes); iload, fload
+// (V::blocks consecutive 32-byte chunks) and iload_first, fload_first (the first chunk, the
+// others zero; AVX-512 only); dot(acc, u, x) (acc + the sums of four products of u * x per
+// 32-bit lane, u unsigned), dot_signed (without VNNI), iadd, cvt (int32 to float), as_float;
+// the shuffles of the transposes and lane sums: unpacklo32, unpackhi32, unpacklo64,
+// unpackhi64, join_lo and join_hi (the even 128-bit lanes of a and b interleaved, or the odd
+// ones), pair_rows (the codes of rows a and a + 8 in register a, AVX-512; of row a, AVX2),
+// from_halves (a register of K blocks' eight lanes) and half_of (the eight floats of block k);
+// and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 + lane of a
+// word is set), srli, iand, ior, ixor, iset8, iset32, izero.
 #include "cpu_simd.hpp"
 #include "quant/blocks.hpp"
 
@@ -70,37 +76,6 @@ template <class V> struct quant_impl {
     template <class B> using fmt = qfmt<B, V::vnni>;
     template <class B> struct tag { using type = B; };
 
-    template <class B> [[gnu::always_inline]] static ivec nibble_codes(const B* const* b) {
-        const uint8_t* qs[K];
-#pragma GCC unroll 2
-        for (int k = 0; k < K; ++k)
-            qs[k] = b[k]->qs;
-        return V::nibbles(qs);
-    }
-    template <class B> [[gnu::always_inline]] static ivec five_bit_codes(const B* const* b) {
-        const uint8_t* qh[K];
-#pragma GCC unroll 2
-        for (int k = 0; k < K; ++k)
-            qh[k] = b[k]->qh;
-        return V::ior(nibble_codes(b), V::fifth_bits(qh));
-    }
-
-    // The unsigned (or, for signed Q8_0, signed) codes of the register's blocks b[0 .. K).
-    template <class B> [[gnu::always_inline]] static ivec codes(const B* const* b) {
-        if constexpr (fmt<B>::bits) {
-            return five_bit_codes(b);
-        } else if constexpr (sizeof(b[0]->qs) == 32) {
-            const void* p[K];
-#pragma GCC unroll 2
-            for (int k = 0; k < K; ++k)
-                p[k] = b[k]->qs;
-            const ivec q = V::join(p);
-            return fmt<B>::offset != 0 ? V::ixor(q, V::iset8(-128)) : q;
-        } else {
-            return nibble_codes(b);
-        }
-    }
-
     // The offset prepare_q uses for a type; -1 for the types with a minimum.
     static int offset_of(wtype t) {
         switch (t) {
@@ -139,15 +114,23 @@ template <class V> struct quant_impl {
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         return _mm_cvtss_f32(m);
     }
+    static int32_t hsum(__m256i v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+        return _mm_cvtsi128_si32(s);
+    }
 
     // As ggml's Q8_0 quantizer (d = max |x| / 127, codes x / d rounded to nearest), with d kept
-    // as a float; then the group sums of the codes give each block's extra words.
+    // as a float; then the group sums of the codes give each block's group words and their total
+    // its second word.
     static void prepare_q(wtype type, const float* x, int64_t blocks, int64_t stride,
                           std::byte* out) {
         const int offset = offset_of(type);
         auto* qs = reinterpret_cast<int8_t*>(out);
-        auto* extra = reinterpret_cast<int32_t*>(out + 32 * stride);
-        auto* d = reinterpret_cast<float*>(out + 64 * stride);
+        auto* groups_out = reinterpret_cast<int32_t*>(out + 32 * stride);
+        auto* d8 = reinterpret_cast<float*>(out + 64 * stride);
+        auto* words = reinterpret_cast<int32_t*>(out + 96 * stride);
         const __m256 sign = _mm256_set1_ps(-0.0f);
         for (int64_t b = 0; b < blocks; ++b) {
             __m256 v[4];
@@ -171,17 +154,22 @@ template <class V> struct quant_impl {
                 _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
             const __m256i groups = _mm256_madd_epi16(
                 _mm256_maddubs_epi16(_mm256_set1_epi8(1), codes), _mm256_set1_epi16(1));
+            const int32_t sum = hsum(groups);
             const __m256i corr = offset >= 0
                                      ? _mm256_mullo_epi32(groups, _mm256_set1_epi32(-offset))
                                      : _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(groups),
                                                                          _mm256_set1_ps(db)));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), codes);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra + 8 * b), corr);
-            _mm256_storeu_ps(d + 8 * b, _mm256_set1_ps(db));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(groups_out + 8 * b), corr);
+            _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
+            words[2 * b] = __builtin_bit_cast(int32_t, db);
+            words[2 * b + 1] = offset >= 0
+                                   ? -offset * sum
+                                   : __builtin_bit_cast(int32_t, db * static_cast<float>(sum));
         }
     }
 
-    // ---- dot products ----
+    // ---- shared by the products ----
 
     template <class B> static const B* row(const weights& w, int64_t r) {
         return reinterpret_cast<const B*>(w.data + static_cast<std::size_t>(r) * w.stride);
@@ -196,13 +184,419 @@ template <class V> struct quant_impl {
 
     static constexpr int K = V::blocks;
 
-    // The register of blocks b .. b + K of the rows w[0 .. R) times the token rows x[0 .. T)
-    // (quant_acts rows of `stride` blocks), added to acc; with Full false only block b is left
-    // (x's other blocks read as zero).
+    // A token's quant_acts row, and, for its block b, the codes, the group words, the eight
+    // copies of d_x and the two words.
+    static const std::byte* token_row(quant_acts x, int64_t t) {
+        return x.data + t * quant_block_bytes * x.stride;
+    }
+    static const std::byte* codes_at(const std::byte* xr, int64_t b) {
+        return xr + 32 * b;
+    }
+    static const std::byte* groups_at(const std::byte* xr, int64_t stride, int64_t b) {
+        return xr + 32 * (stride + b);
+    }
+    static const float* d8_at(const std::byte* xr, int64_t stride, int64_t b) {
+        return reinterpret_cast<const float*>(xr + 32 * (2 * stride + b));
+    }
+    static const float* words_at(const std::byte* xr, int64_t stride, int64_t b) {
+        return reinterpret_cast<const float*>(xr + 96 * stride + 8 * b);
+    }
+
+    // The 32-bit word at p in every lane.
+    static ivec bcast32(const void* p) {
+        int32_t v;
+        __builtin_memcpy(&v, p, sizeof(v));
+        return V::iset32(v);
+    }
+
+    // The register's blocks b .. b + K of the N rows `next` fetched into the cache, for tiles that
+    // read the next rows' blocks at the pace they read their own.
+    template <class B, int N>
+    [[gnu::always_inline]] static void prefetch_step(const B* const* next, int64_t b) {
+        // Consecutive prefetches at most a cache line apart. The intrinsic, not V::prefetch: GCC 12
+        // dropped the prefetches of this helper when they went through V.
+        constexpr bool second = sizeof(B) * K > 64;
+#pragma GCC unroll 8
+        for (int i = 0; i < N; ++i) {
+            _mm_prefetch(reinterpret_cast<const char*>(next[i] + b), _MM_HINT_T0);
+            if constexpr (second)
+                _mm_prefetch(reinterpret_cast<const char*>(next[i] + b + 1), _MM_HINT_T0);
+        }
+    }
+
+    // The exact int32 sums acc + u . x per 32-bit lane, u the weight codes of the lane.
+    template <class B> [[gnu::always_inline]] static ivec dot_codes(ivec acc, ivec u, ivec x) {
+        if constexpr (fmt<B>::is_signed)
+            return V::iadd(acc, V::dot_signed(u, x));
+        else
+            return V::dot(acc, u, x);
+    }
+
+    // ---- dense products: rows in the lanes ----
+    //
+    // mul_mat_q: every output is, per block in order, the block's exact int32 sum converted to
+    // float, scaled by d_w * d_x and added by one FMA into one float (then, for Q4_1 and Q5_1,
+    // m_w * s_x added by a second FMA). Prompt batches compute it as follows, one token as in the
+    // next section.
+    //
+    // P = V::lanes rows share a register: the weights are transposed so that lane r of the
+    // g-th register holds row r's four codes of group g, and one u8 x s8 instruction against a
+    // token's broadcast group adds to every row's block sum at once. A block's sums are then
+    // whole in their lanes, and a token's float work per block is one convert, one multiply and
+    // one FMA for all P rows.
+
+    static constexpr int P = static_cast<int>(V::lanes);
+    // Blocks of a panel transposed at once, kept in L1 while every token passes.
+    static constexpr int64_t panel_blocks = 8;
+
+    struct panel {
+        ivec w[panel_blocks][8];
+        alignas(64) float d[panel_blocks][P];
+        alignas(64) float m[panel_blocks][P];
+    };
+
+    // The 32 codes of one block, unsigned (or signed for signed Q8_0), in element order.
+    template <class B> [[gnu::always_inline]] static __m256i block_codes(const B& blk) {
+        if constexpr (sizeof(blk.qs) == 32) {
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs));
+            return fmt<B>::offset != 0 ? _mm256_xor_si256(q, _mm256_set1_epi8(-128)) : q;
+        } else {
+            const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
+            const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                                               _mm256_set1_epi8(0x0f));
+            if constexpr (fmt<B>::bits)
+                return _mm256_or_si256(q, fifth_bits(blk.qh));
+            else
+                return q;
+        }
+    }
+
+    // Byte e becomes 0x10 when bit e of the little-endian word is set: each byte of the word
+    // is spread over eight bytes, which keep only their own bit.
+    [[gnu::always_inline]] static __m256i fifth_bits(const uint8_t* qh) {
+        uint32_t bits;
+        __builtin_memcpy(&bits, qh, sizeof(bits));
+        const __m256i spread =
+            _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                                _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                  0x0101010101010101, 0x0000000000000000));
+        const __m256i set =
+            _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
+                              _mm256_set1_epi64x(-1));
+        return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+    }
+
+    // The final step of the transpose and of the sum of group lanes: per 128-bit lane pair,
+    // the even lanes of a and b interleaved (lo), or their odd lanes (hi).
+    //
+    // z[a] holds V::pair_rows's rows; out[g] gets their group-g words, row r in lane r.
+    [[gnu::always_inline]] static void transpose(ivec (&z)[8]) {
+        ivec t[8], u[8];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+            t[2 * p] = V::unpacklo32(z[2 * p], z[2 * p + 1]);
+            t[2 * p + 1] = V::unpackhi32(z[2 * p], z[2 * p + 1]);
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            u[4 * h] = V::unpacklo64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 1] = V::unpackhi64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 2] = V::unpacklo64(t[4 * h + 1], t[4 * h + 3]);
+            u[4 * h + 3] = V::unpackhi64(t[4 * h + 1], t[4 * h + 3]);
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            z[k] = V::join_lo(u[k], u[k + 4]);
+            z[k + 4] = V::join_hi(u[k], u[k + 4]);
+        }
+    }
+
+    // The panel of the P rows w[0 .. P) over blocks [b0, b0 + nb).
+    template <class B> static void fill_panel(const B* const* w, int64_t b0, int64_t nb, panel& p) {
+        for (int64_t k = 0; k < nb; ++k) {
+            __m256i c[P];
+#pragma GCC unroll 16
+            for (int i = 0; i < P; ++i) {
+                const B& blk = w[i][b0 + k];
+                c[i] = block_codes(blk);
+                p.d[k][i] = half(blk.d);
+                if constexpr (fmt<B>::min) p.m[k][i] = half(blk.m);
+            }
+            ivec z[8];
+            V::pair_rows(c, z);
+            transpose(z);
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; ++g)
+                p.w[k][g] = z[g];
+        }
+    }
+
+    // acc[j] (the P rows of token x[j]) continued over the panel's nb blocks from b0.
+    template <class B, int T>
+    static void panel_tokens(const panel& p, int64_t b0, int64_t nb, const std::byte* const* x,
+                             int64_t stride, vec (&acc)[T]) {
+        using F = fmt<B>;
+        for (int64_t k = 0; k < nb; ++k) {
+            const int64_t b = b0 + k;
+            ivec s[T];
+#pragma GCC unroll 16
+            for (int j = 0; j < T; ++j) {
+                if constexpr (F::offset != 0)
+                    s[j] = bcast32(words_at(x[j], stride, b) + 1);
+                else
+                    s[j] = V::izero();
+            }
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; ++g) {
+                const ivec w = p.w[k][g];
+#pragma GCC unroll 16
+                for (int j = 0; j < T; ++j)
+                    s[j] = dot_codes<B>(s[j], w, bcast32(codes_at(x[j], b) + 4 * g));
+            }
+            const vec dw = V::load(p.d[k]);
+#pragma GCC unroll 16
+            for (int j = 0; j < T; ++j) {
+                const float* sc = words_at(x[j], stride, b);
+                acc[j] = V::fma(V::cvt(s[j]), V::mul(dw, V::set1(sc[0])), acc[j]);
+                if constexpr (F::min) acc[j] = V::fma(V::load(p.m[k]), V::set1(sc[1]), acc[j]);
+            }
+        }
+    }
+
+    // The products of a panel's nr rows (from r) with T tokens from t0, over its blocks from b0,
+    // continuing the sums in y unless b0 is 0.
+    template <class B, int T>
+    static void panel_tile(const panel& p, int64_t b0, int64_t nb, quant_acts x, int64_t t0,
+                           f32_rows_out y, int64_t r, int nr) {
+        const std::byte* xr[T];
+        vec acc[T];
+#pragma GCC unroll 16
+        for (int j = 0; j < T; ++j) {
+            xr[j] = token_row(x, t0 + j);
+            acc[j] = b0 == 0 ? V::zero() : V::load_n(out_row(y, t0 + j) + r, nr);
+        }
+        panel_tokens<B, T>(p, b0, nb, xr, x.stride, acc);
+#pragma GCC unroll 16
+        for (int j = 0; j < T; ++j)
+            V::store_n(out_row(y, t0 + j) + r, acc[j], nr);
+    }
+
+    // ---- dense products, one token: groups in the lanes, summed per block ----
+    //
+    // Eight rows of one token each get a register of K blocks' group sums, as the codes lie in
+    // memory, started from zero; the group lanes are then summed (exactly, in int32) into one
+    // lane per row and block, the block's word is added, and the float work is that of the
+    // panels, eight rows at a time.
+
+    // The sums of the group lanes of v[0 .. N) (the others zero), per block: block k's sums of
+    // items 0 .. 7 in lanes 8k .. 8k + 7.
+    template <int N> [[gnu::always_inline]] static ivec sum_groups(const ivec (&v)[8]) {
+        ivec w[4], x[2];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+            w[p] = 2 * p < N ? V::iadd(V::unpacklo32(v[2 * p], v[2 * p + 1]),
+                                       V::unpackhi32(v[2 * p], v[2 * p + 1]))
+                             : V::izero();
+#pragma GCC unroll 2
+        for (int q = 0; q < 2; ++q)
+            x[q] = 4 * q < N ? V::iadd(V::unpacklo64(w[2 * q], w[2 * q + 1]),
+                                       V::unpackhi64(w[2 * q], w[2 * q + 1]))
+                             : V::izero();
+        return V::iadd(V::join_lo(x[0], x[1]), V::join_hi(x[0], x[1]));
+    }
+
+    // Eight binary16 values as floats, assembled in registers: through memory, eight narrow
+    // stores and a wide load could not forward, and would hold the load until the stores retire.
+    static __m256 halves8(const uint16_t (&h)[8]) {
+        auto i = [&](int k) { return static_cast<short>(h[k]); };
+        return _mm256_cvtph_ps(_mm_setr_epi16(i(0), i(1), i(2), i(3), i(4), i(5), i(6), i(7)));
+    }
+
+    // Blocks b .. b + NB of the rows w[0 .. N) times the token x added to acc.
+    template <class B, int N, int NB>
+    [[gnu::always_inline]] static void rows_step(__m256& acc, const B* const* w, const std::byte* x,
+                                                 int64_t stride, int64_t b) {
+        using F = fmt<B>;
+        const void* pq = codes_at(x, b);
+        ivec xq;
+        if constexpr (NB == K)
+            xq = V::iload(pq);
+        else
+            xq = V::iload_first(pq);
+        // Per block, the rows' d_w (and m_w), zero beyond N.
+        uint16_t dh[NB][8] = {}, mh[NB][8] = {};
+        ivec v[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < N; ++i) {
+            const B* blk[K];
+#pragma GCC unroll 2
+            for (int k = 0; k < K; ++k)
+                blk[k] = w[i] + (NB == K ? b + k : b);
+            v[i] = dot_codes<B>(V::izero(), codes<B>(blk), xq);
+#pragma GCC unroll 2
+            for (int k = 0; k < NB; ++k) {
+                dh[k][i] = blk[k]->d;
+                if constexpr (F::min) mh[k][i] = blk[k]->m;
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = N; i < 8; ++i)
+            v[i] = V::izero();
+        ivec sums = sum_groups<N>(v);
+        if constexpr (F::offset != 0) {
+            __m256i corr[K] = {};
+#pragma GCC unroll 2
+            for (int k = 0; k < NB; ++k)
+                corr[k] =
+                    _mm256_set1_epi32(__builtin_bit_cast(int32_t, words_at(x, stride, b + k)[1]));
+            sums = V::iadd(sums, V::from_halves(corr));
+        }
+        const vec f = V::cvt(sums);
+#pragma GCC unroll 2
+        for (int k = 0; k < NB; ++k) {
+            const float* words = words_at(x, stride, b + k);
+            acc = _mm256_fmadd_ps(V::half_of(f, k),
+                                  _mm256_mul_ps(halves8(dh[k]), _mm256_set1_ps(words[0])), acc);
+            if constexpr (F::min)
+                acc = _mm256_fmadd_ps(halves8(mh[k]), _mm256_set1_ps(words[1]), acc);
+        }
+    }
+
+    // y[i] = w[i] . x for the N rows w. With `next`, the rows of the next call are fetched into
+    // the cache at the pace these are read.
+    template <class B, int N>
+    static void rows_tile(const B* const* w, const std::byte* x, int64_t stride, int64_t blocks,
+                          float* y, const B* const* next) {
+        __m256 acc = _mm256_setzero_ps();
+        int64_t b = 0;
+        for (; b + K <= blocks; b += K) {
+            if (next != nullptr) prefetch_step<B, N>(next, b);
+            rows_step<B, N, K>(acc, w, x, stride, b);
+        }
+        if constexpr (K > 1) {
+            if (b < blocks) rows_step<B, N, 1>(acc, w, x, stride, b);
+        }
+        alignas(32) float all[8];
+        _mm256_store_ps(all, acc);
+        for (int i = 0; i < N; ++i)
+            y[i] = all[i];
+    }
+
+    // rows_tile for n <= N rows, without prefetch.
+    template <class B, int N = 8>
+    static void rows_any(int n, const B* const* w, const std::byte* x, int64_t stride,
+                         int64_t blocks, float* y) {
+        if constexpr (N > 1) {
+            if (n < N) return rows_any<B, N - 1>(n, w, x, stride, blocks, y);
+        }
+        rows_tile<B, N>(w, x, stride, blocks, y, nullptr);
+    }
+
+    // y[r] = w[r] . x for r in [r0, r1).
+    template <class B>
+    static void range_times_token(const weights& w, int64_t r0, int64_t r1, quant_acts x,
+                                  float* y) {
+        constexpr int R = 8;
+        const int64_t blocks = w.cols / qk8_0;
+        const std::byte* xr = token_row(x, 0);
+        for (int64_t r = r0; r < r1; r += R) {
+            const int nr = static_cast<int>(lo(R, r1 - r));
+            const B* wr[R];
+            for (int i = 0; i < nr; ++i)
+                wr[i] = row<B>(w, r + i);
+            if (nr == R && r + 2 * R <= r1) {
+                const B* next[R];
+                for (int i = 0; i < R; ++i)
+                    next[i] = row<B>(w, r + R + i);
+                rows_tile<B, R>(wr, xr, x.stride, blocks, y + r, next);
+            } else {
+                rows_any<B>(nr, wr, xr, x.stride, blocks, y + r);
+            }
+        }
+    }
+
+    template <class B>
+    static void mul_mat_t(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
+                          f32_rows_out y) {
+        if (n_tok == 1) return range_times_token<B>(w, r0, r1, x, y.data);
+        constexpr int T = V::q_tokens;
+        const int64_t blocks = w.cols / qk8_0;
+        panel p;
+        for (int64_t r = r0; r < r1; r += P) {
+            const int nr = static_cast<int>(lo(P, r1 - r));
+            // A last panel repeats its last row in the lanes it does not store.
+            const B* wr[P];
+            for (int i = 0; i < P; ++i)
+                wr[i] = row<B>(w, r + lo(i, nr - 1));
+            for (int64_t b0 = 0; b0 < blocks; b0 += panel_blocks) {
+                const int64_t nb = lo(panel_blocks, blocks - b0);
+                fill_panel(wr, b0, nb, p);
+                int64_t t = 0;
+                for (; t + T <= n_tok; t += T)
+                    panel_tile<B, T>(p, b0, nb, x, t, y, r, nr);
+                if constexpr (T > 4) {
+                    for (; t + 4 <= n_tok; t += 4)
+                        panel_tile<B, 4>(p, b0, nb, x, t, y, r, nr);
+                }
+                if (t + 2 <= n_tok) {
+                    panel_tile<B, 2>(p, b0, nb, x, t, y, r, nr);
+                    t += 2;
+                }
+                if (t < n_tok) panel_tile<B, 1>(p, b0, nb, x, t, y, r, nr);
+            }
+        }
+    }
+
+    static void mul_mat_q(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
+                          f32_rows_out y) {
+        visit(w.type,
+              [&](auto t) { mul_mat_t<typename decltype(t)::type>(w, r0, r1, x, n_tok, y); });
+    }
+
+    // The codes of the register's blocks b[0 .. K), as they lie in memory.
+    template <class B> [[gnu::always_inline]] static ivec codes(const B* const* b) {
+        if constexpr (K == 1) {
+            return block_codes(*b[0]);
+        } else if constexpr (sizeof(b[0]->qs) == 32) {
+            const void* p[K];
+#pragma GCC unroll 2
+            for (int k = 0; k < K; ++k)
+                p[k] = b[k]->qs;
+            const ivec q = V::join(p);
+            return fmt<B>::offset != 0 ? V::ixor(q, V::iset8(-128)) : q;
+        } else {
+            const uint8_t* qs[K];
+#pragma GCC unroll 2
+            for (int k = 0; k < K; ++k)
+                qs[k] = b[k]->qs;
+            const ivec q = V::nibbles(qs);
+            if constexpr (fmt<B>::bits) {
+                const uint8_t* qh[K];
+#pragma GCC unroll 2
+                for (int k = 0; k < K; ++k)
+                    qh[k] = b[k]->qh;
+                return V::ior(q, V::fifth_bits(qh));
+            } else {
+                return q;
+            }
+        }
+    }
+
+    // ---- sparse products: groups in the lanes ----
+    //
+    // mul_rows_q and mul_rows_batch_q: a register holds K consecutive blocks of one (row, token)
+    // product, eight group lanes each, as the codes lie in memory. Per block the eight int32
+    // group sums (the group words of quant_acts start them) are converted to float, scaled by
+    // d_w * d_x and added by one FMA into eight float lanes (then, for Q4_1 and Q5_1, m_w times
+    // the group's float word added by a second FMA); with two blocks per register (AVX-512),
+    // even and odd blocks have their own lanes. The lanes are summed in a fixed order at the end.
+
+    // The register of blocks b .. b + K of the rows w[0 .. R) times the token rows x[0 .. T),
+    // added to acc; with Full false only block b is left (x's other blocks read as zero).
     template <class B, int R, int T, bool Full>
-    [[gnu::always_inline]] static void dot_step(vec (&acc)[R][T], const B* const* w,
-                                                const std::byte* const* x, int64_t stride,
-                                                int64_t b) {
+    [[gnu::always_inline]] static void group_step(vec (&acc)[R][T], const B* const* w,
+                                                  const std::byte* const* x, int64_t stride,
+                                                  int64_t b) {
         using F = fmt<B>;
         ivec u[R];
         vec dw[R], m[R];
@@ -222,23 +616,23 @@ template <class V> struct quant_impl {
         }
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-            // One pointer per token; the three arrays are the same distance apart in every row.
-            const std::byte* p = x[j] + 32 * b;
-            const void* pq = p;
-            const void* pe = p + 32 * stride;
-            const auto* pd = reinterpret_cast<const float*>(p + 64 * stride);
-            const ivec xq = Full ? V::iload(pq) : V::iload_first(pq);
-            const ivec extra = Full ? V::iload(pe) : V::iload_first(pe);
-            const vec dx = Full ? V::fload(pd) : V::fload_first(pd);
+            const void* pq = codes_at(x[j], b);
+            const void* pe = groups_at(x[j], stride, b);
+            const float* pd = d8_at(x[j], stride, b);
+            ivec xq, extra;
+            vec dx;
+            if constexpr (Full) {
+                xq = V::iload(pq);
+                extra = V::iload(pe);
+                dx = V::fload(pd);
+            } else {
+                xq = V::iload_first(pq);
+                extra = V::iload_first(pe);
+                dx = V::fload_first(pd);
+            }
 #pragma GCC unroll 8
             for (int i = 0; i < R; ++i) {
-                ivec sum;
-                if constexpr (F::is_signed)
-                    sum = V::dot_signed(u[i], xq);
-                else if constexpr (F::offset != 0)
-                    sum = V::dot(extra, u[i], xq);
-                else
-                    sum = V::dot(V::izero(), u[i], xq);
+                const ivec sum = dot_codes<B>(F::offset != 0 ? extra : V::izero(), u[i], xq);
                 acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(sum), acc[i][j]);
                 if constexpr (F::min) acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
             }
@@ -249,14 +643,12 @@ template <class V> struct quant_impl {
     // for all T tokens and each token's once for all R rows. With `next`, those R rows are
     // fetched into the cache at the pace these are read.
     template <class B, int R, int T>
-    static void dot_tile(const B* const* w, const int64_t* col, quant_acts x, const int64_t* tok,
-                         float* const* yt, int64_t blocks, const B* const* next) {
-        // Consecutive prefetches at most a cache line apart.
-        constexpr int64_t step = sizeof(B) * K <= 64 ? 1 : 2;
+    static void group_tile(const B* const* w, const int64_t* col, quant_acts x, const int64_t* tok,
+                           float* const* yt, int64_t blocks, const B* const* next) {
         const std::byte* xr[T];
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j)
-            xr[j] = x.data + tok[j] * quant_block_bytes * x.stride;
+            xr[j] = token_row(x, tok[j]);
         vec acc[R][T];
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i)
@@ -265,17 +657,11 @@ template <class V> struct quant_impl {
                 acc[i][j] = V::zero();
         int64_t b = 0;
         for (; b + K <= blocks; b += K) {
-            if (next != nullptr) {
-#pragma GCC unroll 8
-                for (int i = 0; i < R; ++i) {
-                    V::prefetch(next[i] + b);
-                    if constexpr (step == 2) V::prefetch(next[i] + b + 1);
-                }
-            }
-            dot_step<B, R, T, true>(acc, w, xr, x.stride, b);
+            if (next != nullptr) prefetch_step<B, R>(next, b);
+            group_step<B, R, T, true>(acc, w, xr, x.stride, b);
         }
         if constexpr (K > 1) {
-            if (b < blocks) dot_step<B, R, T, false>(acc, w, xr, x.stride, b);
+            if (b < blocks) group_step<B, R, T, false>(acc, w, xr, x.stride, b);
         }
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i)
@@ -284,22 +670,23 @@ template <class V> struct quant_impl {
                 yt[j][col[i]] = V::sum(acc[i][j]);
     }
 
-    // dot_tile for nr <= R rows and nt <= T tokens, without prefetch.
+    // group_tile for nr <= R rows and nt <= T tokens, without prefetch.
     template <class B, int R, int T>
-    static void tile(int nr, int nt, const B* const* w, const int64_t* col, quant_acts x,
-                     const int64_t* tok, float* const* yt, int64_t blocks) {
+    static void group_any(int nr, int nt, const B* const* w, const int64_t* col, quant_acts x,
+                          const int64_t* tok, float* const* yt, int64_t blocks) {
         if constexpr (R > 1) {
-            if (nr < R) return tile<B, R - 1, T>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nr < R) return group_any<B, R - 1, T>(nr, nt, w, col, x, tok, yt, blocks);
         }
         if constexpr (T > 1) {
-            if (nt < T) return tile<B, R, T - 1>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nt < T) return group_any<B, R, T - 1>(nr, nt, w, col, x, tok, yt, blocks);
         }
-        dot_tile<B, R, T>(w, col, x, tok, yt, blocks, nullptr);
+        group_tile<B, R, T>(w, col, x, tok, yt, blocks, nullptr);
     }
 
-    // y[index(k)] = w[index(k)] . x for k in [0, n).
-    template <class B, class Index>
-    static void rows_times_token(const weights& w, int64_t n, Index index, quant_acts x, float* y) {
+    // y[rows[k]] = w[rows[k]] . x for k in [0, n).
+    template <class B>
+    static void rows_times_token(const weights& w, const int32_t* rows, int64_t n, quant_acts x,
+                                 float* y) {
         constexpr int R = V::q_decode;
         const int64_t blocks = w.cols / qk8_0;
         const int64_t tok[1] = {0};
@@ -309,64 +696,24 @@ template <class V> struct quant_impl {
             const B* wr[R];
             int64_t col[R];
             for (int i = 0; i < nr; ++i) {
-                col[i] = index(k + i);
+                col[i] = rows[k + i];
                 wr[i] = row<B>(w, col[i]);
             }
             if (nr == R && k + 2 * R <= n) {
                 const B* next[R];
                 for (int i = 0; i < R; ++i)
-                    next[i] = row<B>(w, index(k + R + i));
-                dot_tile<B, R, 1>(wr, col, x, tok, yt, blocks, next);
+                    next[i] = row<B>(w, rows[k + R + i]);
+                group_tile<B, R, 1>(wr, col, x, tok, yt, blocks, next);
             } else {
-                tile<B, R, 1>(nr, 1, wr, col, x, tok, yt, blocks);
+                group_any<B, R, 1>(nr, 1, wr, col, x, tok, yt, blocks);
             }
         }
     }
 
-    static void mul_rows_q(const weights& w, const int32_t* rows, int64_t first, int64_t n,
-                           quant_acts x, float* y) {
-        visit(w.type, [&](auto t) {
-            using B = typename decltype(t)::type;
-            if (rows != nullptr)
-                rows_times_token<B>(
-                    w, n, [rows](int64_t k) { return static_cast<int64_t>(rows[k]); }, x, y);
-            else
-                rows_times_token<B>(
-                    w, n, [first](int64_t k) { return first + k; }, x, y);
-        });
-    }
-
-    // Rows stay in the cache while token tiles pass over them.
-    template <class B>
-    static void mul_mat_t(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
-                          f32_rows_out y) {
-        constexpr int R = V::q_rows, T = V::q_tokens;
-        const int64_t blocks = w.cols / qk8_0;
-        for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
-            const int nt = static_cast<int>(lo(T, n_tok - t0));
-            int64_t tok[T];
-            float* yt[T];
-            for (int j = 0; j < nt; ++j) {
-                tok[j] = t0 + j;
-                yt[j] = out_row(y, t0 + j);
-            }
-            for (int64_t r = r0; r < r1; r += R) {
-                const int nr = static_cast<int>(lo(R, r1 - r));
-                const B* wr[R];
-                int64_t col[R];
-                for (int i = 0; i < nr; ++i) {
-                    col[i] = r + i;
-                    wr[i] = row<B>(w, r + i);
-                }
-                tile<B, R, T>(nr, nt, wr, col, x, tok, yt, blocks);
-            }
-        }
-    }
-
-    static void mul_mat_q(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
-                          f32_rows_out y) {
+    static void mul_rows_q(const weights& w, const int32_t* rows, int64_t n, quant_acts x,
+                           float* y) {
         visit(w.type,
-              [&](auto t) { mul_mat_t<typename decltype(t)::type>(w, r0, r1, x, n_tok, y); });
+              [&](auto t) { rows_times_token<typename decltype(t)::type>(w, rows, n, x, y); });
     }
 
     // Each row once for all its tokens, T of them per tile.
@@ -386,7 +733,7 @@ template <class V> struct quant_impl {
                     tok[j] = tokens[e + j];
                     yt[j] = out_row(y, tok[j]);
                 }
-                tile<B, 1, T>(1, nt, wr, col, x, tok, yt, blocks);
+                group_any<B, 1, T>(1, nt, wr, col, x, tok, yt, blocks);
             }
         }
     }

@@ -96,9 +96,10 @@ struct mat_shape {
     int64_t cols, rows, n_tok;
 };
 
-// Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens.
-const mat_shape shapes[] = {{32, 29, 1},   {64, 7, 3},   {96, 33, 7},
-                            {256, 301, 1}, {160, 65, 3}, {128, 67, 9}};
+// Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens; 11
+// and 19 blocks, rows longer than the dense products transpose at once.
+const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},  {256, 301, 1},
+                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5}, {608, 17, 1}};
 
 } // namespace
 
@@ -222,62 +223,67 @@ TEST_CASE("get_rows dequantizes quantized table rows exactly as traits_of().to_f
 }
 
 TEST_CASE("a token gets the same bits from the quantized kernels decoded alone or in a batch") {
-    const int64_t cols = 96, rows = 37, n_tok = 9;
-    for (uint32_t type : all_types) {
-        const quantized q = quantize(type, cols, rows, 12);
-        const quantized qt = quantize(type, cols, rows, 13);
-        const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
-        const auto a = random_floats(static_cast<size_t>(rows * n_tok), 15);
-        // Ascending lists, as select_active makes them: a descending one sums ffn_down_t's rows
-        // in another order when decoded alone.
-        auto lists = make_lists(rows, n_tok, 16);
-        for (auto& l : lists)
-            std::sort(l.begin(), l.end());
-        // Results of token t run in a batch of `n` tokens starting at `first`.
-        auto run = [&](cpu_device& d, int64_t first, int64_t n) {
-            const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
-            const pib_tensor wt = d.raw(type, cols, rows, qt.blocks.data());
-            const std::span<const float> xs(x.data() + first * cols, static_cast<size_t>(n * cols));
-            const std::span<const float> as(a.data() + first * rows, static_cast<size_t>(n * rows));
-            const pib_tensor tx = d.f32(cols, n, xs);
-            const pib_tensor ta = d.f32(rows, n, as);
-            const auto l = upload_lists(
-                d,
-                std::vector<std::vector<int32_t>>(lists.begin() + first, lists.begin() + first + n),
-                rows);
-            const pib_tensor dense = d.zeros_f32(rows, n);
-            const pib_tensor sparse = d.zeros_f32(rows, n);
-            const pib_tensor acc = d.zeros_f32(cols, n);
-            REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
-            REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) == PIB_OK);
-            REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) == PIB_OK);
-            auto out = d.read_f32(dense);
-            for (const pib_tensor* t : {&sparse, &acc}) {
-                const auto v = d.read_f32(*t);
-                out.insert(out.end(), v.begin(), v.end());
-            }
-            return out;
-        };
-        for (int32_t level : fast_levels()) {
-            CAPTURE(type);
-            CAPTURE(level);
-            cpu_device d(2, 0, level);
-            const auto batch = run(d, 0, n_tok);
-            for (int64_t t = 0; t < n_tok; ++t) {
-                CAPTURE(t);
-                const auto alone = run(d, t, 1);
-                std::vector<float> from_batch;
-                const int64_t lens[] = {rows, rows, cols};
-                int64_t base = 0;
-                for (int64_t len : lens) {
-                    from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
-                                      batch.begin() + base + (t + 1) * len);
-                    base += len * n_tok;
+    const int64_t rows = 37, n_tok = 9;
+    for (uint32_t type : all_types)
+        for (int64_t cols : {96, 352}) {
+            const quantized q = quantize(type, cols, rows, 12);
+            const quantized qt = quantize(type, cols, rows, 13);
+            const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
+            const auto a = random_floats(static_cast<size_t>(rows * n_tok), 15);
+            // Ascending lists, as select_active makes them: a descending one sums ffn_down_t's rows
+            // in another order when decoded alone.
+            auto lists = make_lists(rows, n_tok, 16);
+            for (auto& l : lists)
+                std::sort(l.begin(), l.end());
+            // Results of token t run in a batch of `n` tokens starting at `first`.
+            auto run = [&](cpu_device& d, int64_t first, int64_t n) {
+                const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
+                const pib_tensor wt = d.raw(type, cols, rows, qt.blocks.data());
+                const std::span<const float> xs(x.data() + first * cols,
+                                                static_cast<size_t>(n * cols));
+                const std::span<const float> as(a.data() + first * rows,
+                                                static_cast<size_t>(n * rows));
+                const pib_tensor tx = d.f32(cols, n, xs);
+                const pib_tensor ta = d.f32(rows, n, as);
+                const auto l = upload_lists(d,
+                                            std::vector<std::vector<int32_t>>(
+                                                lists.begin() + first, lists.begin() + first + n),
+                                            rows);
+                const pib_tensor dense = d.zeros_f32(rows, n);
+                const pib_tensor sparse = d.zeros_f32(rows, n);
+                const pib_tensor acc = d.zeros_f32(cols, n);
+                REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
+                REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) ==
+                        PIB_OK);
+                REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) == PIB_OK);
+                auto out = d.read_f32(dense);
+                for (const pib_tensor* t : {&sparse, &acc}) {
+                    const auto v = d.read_f32(*t);
+                    out.insert(out.end(), v.begin(), v.end());
                 }
-                CHECK(bitwise_equal(alone, from_batch));
+                return out;
+            };
+            for (int32_t level : fast_levels()) {
+                CAPTURE(type);
+                CAPTURE(cols);
+                CAPTURE(level);
+                cpu_device d(2, 0, level);
+                const auto batch = run(d, 0, n_tok);
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    CAPTURE(t);
+                    const auto alone = run(d, t, 1);
+                    std::vector<float> from_batch;
+                    const int64_t lens[] = {rows, rows, cols};
+                    int64_t base = 0;
+                    for (int64_t len : lens) {
+                        from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
+                                          batch.begin() + base + (t + 1) * len);
+                        base += len * n_tok;
+                    }
+                    CHECK(bitwise_equal(alone, from_batch));
+                }
             }
         }
-    }
 }
 
 TEST_CASE("the AVX-512 quantized products give the same bits with and without VNNI") {
@@ -294,7 +300,7 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
                                                 {Q8_0, wtype::q8_0}};
     const int64_t rows = 21, n_tok = 5;
     for (const auto& [type, wt] : types) {
-        for (int64_t cols : {96, 256}) { // 3 blocks: a last register of one block
+        for (int64_t cols : {96, 256, 352}) { // 3 and 11 blocks: a last register of one block
             CAPTURE(type);
             CAPTURE(cols);
             const quantized q = quantize(type, cols, rows, 17);
@@ -311,16 +317,19 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
                 offsets.push_back(static_cast<int32_t>(tokens.size()));
             }
             auto run = [&](const pi::cpu::simd_kernels& k) {
-                const int64_t blocks = cols / 32, stride = (blocks + 1) / 2 * 2;
+                const int64_t blocks = cols / 32, stride = pi::cpu::quant_stride(blocks);
                 const int64_t row = pi::cpu::quant_block_bytes * stride;
                 std::vector<pi::cpu::cache_line> acts(static_cast<size_t>(row / 64 * n_tok));
                 auto* base = reinterpret_cast<std::byte*>(acts.data());
                 for (int64_t t = 0; t < n_tok; ++t)
                     k.prepare_q(wt, x.data() + t * cols, blocks, stride, base + t * row);
                 const pi::cpu::quant_acts xa{base, stride};
-                std::vector<float> out(static_cast<size_t>(3 * rows * n_tok), 0.0f);
+                // A batch, one token alone, a sparse list, and sparse batch lists.
+                std::vector<float> out(static_cast<size_t>(3 * rows * n_tok + rows), 0.0f);
                 k.mul_mat_q(w, 0, rows, xa, n_tok, {out.data(), rows * sizeof(float)});
-                k.mul_rows_q(w, list.data(), 0, static_cast<int64_t>(list.size()), xa,
+                k.mul_mat_q(w, 0, rows, xa, 1,
+                            {out.data() + 3 * rows * n_tok, rows * sizeof(float)});
+                k.mul_rows_q(w, list.data(), static_cast<int64_t>(list.size()), xa,
                              out.data() + rows * n_tok);
                 k.mul_rows_batch_q(w, 0, rows, offsets.data(), tokens.data(), xa,
                                    {out.data() + 2 * rows * n_tok, rows * sizeof(float)});
