@@ -100,8 +100,9 @@ int device_info(context& c, pib_device_info* out) {
     if (c.capacity_is_ram && available_ram() < out->memory_free) out->memory_free = available_ram();
     out->host_visible = 1;
     out->weight_types = 0;
-    for (const pi::ggml_type t : {pi::ggml_type::f32, pi::ggml_type::f16, pi::ggml_type::q4_0, pi::ggml_type::q4_1,
-                                  pi::ggml_type::q5_0, pi::ggml_type::q5_1, pi::ggml_type::q8_0})
+    for (const pi::ggml_type t :
+         {pi::ggml_type::f32, pi::ggml_type::f16, pi::ggml_type::q4_0, pi::ggml_type::q4_1,
+          pi::ggml_type::q5_0, pi::ggml_type::q5_1, pi::ggml_type::q8_0})
         out->weight_types |= PIB_TYPE_BIT(static_cast<uint32_t>(t));
     return PIB_OK;
 }

@@ -22,12 +22,14 @@ pi_context_params pi_context_default_params(void) {
     return p;
 }
 
-pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi_context** out_ctx) {
+pi_status pi_context_create(pi_model* model, const pi_context_params* params,
+                            pi_context** out_ctx) {
     return guard([&] {
         require(out_ctx, "out_ctx");
         *out_ctx = nullptr;
         require(model, "model");
-        const pi_context_params p = api::read_params(params, pi_context_default_params(), "pi_context_params");
+        const pi_context_params p =
+            api::read_params(params, pi_context_default_params(), "pi_context_params");
         context_options o;
         o.n_ctx = p.n_ctx == 0 ? model->impl->hp().n_ctx_train : p.n_ctx;
         o.n_batch = p.n_batch;
@@ -42,11 +44,17 @@ pi_status pi_context_create(pi_model* model, const pi_context_params* params, pi
     });
 }
 
-void pi_context_free(pi_context* ctx) { delete ctx; }
+void pi_context_free(pi_context* ctx) {
+    delete ctx;
+}
 
-int32_t pi_context_n_ctx(const pi_context* ctx) { return ctx ? ctx->impl->options().n_ctx : 0; }
+int32_t pi_context_n_ctx(const pi_context* ctx) {
+    return ctx ? ctx->impl->options().n_ctx : 0;
+}
 
-int32_t pi_context_n_past(const pi_context* ctx) { return ctx ? ctx->impl->n_past() : 0; }
+int32_t pi_context_n_past(const pi_context* ctx) {
+    return ctx ? ctx->impl->n_past() : 0;
+}
 
 void pi_context_cancel(pi_context* ctx) {
     if (ctx) ctx->impl->cancel();
@@ -65,12 +73,14 @@ pi_status pi_decode(pi_context* ctx, const pi_batch* batch) {
         require(ctx, "ctx");
         require(batch, "batch");
         require(batch->tokens, "batch->tokens");
-        if (batch->n_tokens <= 0) fail(status::invalid_argument, "batch->n_tokens must be positive");
+        if (batch->n_tokens <= 0)
+            fail(status::invalid_argument, "batch->n_tokens must be positive");
         const auto n = static_cast<size_t>(batch->n_tokens);
         ctx->impl->clear_cancel();
-        ctx->impl->decode(batch_view{std::span<const int32_t>(batch->tokens, n),
-                                     batch->pos ? std::span<const int32_t>(batch->pos, n) : std::span<const int32_t>{},
-                                     batch->logits ? std::span<const int8_t>(batch->logits, n) : std::span<const int8_t>{}});
+        ctx->impl->decode(batch_view{
+            std::span<const int32_t>(batch->tokens, n),
+            batch->pos ? std::span<const int32_t>(batch->pos, n) : std::span<const int32_t>{},
+            batch->logits ? std::span<const int8_t>(batch->logits, n) : std::span<const int8_t>{}});
         return PI_OK;
     });
 }
@@ -95,7 +105,8 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
         stats->decode_seconds = s.decode_seconds;
         stats->ffn_active_fraction = s.ffn_total_neurons == 0
                                          ? 0.0
-                                         : static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
+                                         : static_cast<double>(s.ffn_active_neurons) /
+                                               static_cast<double>(s.ffn_total_neurons);
         return PI_OK;
     });
 }
@@ -106,11 +117,14 @@ pi_status pi_context_layer_active_fraction(const pi_context* ctx, int32_t layer,
         require(fraction, "fraction");
         const auto& per_layer = ctx->impl->layer_active_neurons();
         if (layer < 0 || static_cast<size_t>(layer) >= per_layer.size())
-            fail(status::invalid_argument, "layer ", layer, " is outside [0, ", per_layer.size(), ")");
+            fail(status::invalid_argument, "layer ", layer, " is outside [0, ", per_layer.size(),
+                 ")");
         const run_stats& s = ctx->impl->stats();
         const uint64_t slots = (s.n_prompt_tokens + s.n_decode_tokens) *
                                static_cast<uint64_t>(ctx->impl->get_model().hp().n_ff);
-        *fraction = slots == 0 ? 0.0 : static_cast<double>(per_layer[static_cast<size_t>(layer)]) / static_cast<double>(slots);
+        *fraction = slots == 0 ? 0.0
+                               : static_cast<double>(per_layer[static_cast<size_t>(layer)]) /
+                                     static_cast<double>(slots);
         return PI_OK;
     });
 }
@@ -123,8 +137,9 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
             fail(status::invalid_argument, "audit->struct_size must be sizeof(pi_predictor_audit)");
         const auto& audits = ctx->impl->audits();
         if (audits.empty())
-            fail(status::unsupported, "predictor auditing is off: create the context with audit_predictor = 1 "
-                                      "on a model that runs sparse");
+            fail(status::unsupported,
+                 "predictor auditing is off: create the context with audit_predictor = 1 "
+                 "on a model that runs sparse");
         if (layer < 0 || static_cast<size_t>(layer) >= audits.size())
             fail(status::invalid_argument, "layer ", layer, " is outside [0, ", audits.size(), ")");
         const predictor_audit& a = audits[static_cast<size_t>(layer)];
@@ -132,10 +147,12 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
         audit->true_active = a.true_active;
         audit->predicted_active = a.predicted_active;
         audit->true_positive = a.true_positive;
-        audit->recall = a.true_active ? static_cast<double>(a.true_positive) / static_cast<double>(a.true_active) : 1.0;
-        audit->precision = a.predicted_active
-                               ? static_cast<double>(a.true_positive) / static_cast<double>(a.predicted_active)
-                               : 1.0;
+        audit->recall = a.true_active ? static_cast<double>(a.true_positive) /
+                                            static_cast<double>(a.true_active)
+                                      : 1.0;
+        audit->precision = a.predicted_active ? static_cast<double>(a.true_positive) /
+                                                    static_cast<double>(a.predicted_active)
+                                              : 1.0;
         return PI_OK;
     });
 }

@@ -51,7 +51,8 @@ pi_status pi_sampler_create(const pi_sampler_params* params, pi_sampler** out) {
     return guard([&] {
         require(out, "out");
         *out = nullptr;
-        const pi_sampler_params p = api::read_params(params, pi_sampler_default_params(), "pi_sampler_params");
+        const pi_sampler_params p =
+            api::read_params(params, pi_sampler_default_params(), "pi_sampler_params");
         auto handle = std::make_unique<pi_sampler>();
         handle->impl = std::make_unique<sampler>(to_sampler_options(p));
         *out = handle.release();
@@ -59,7 +60,9 @@ pi_status pi_sampler_create(const pi_sampler_params* params, pi_sampler** out) {
     });
 }
 
-void pi_sampler_free(pi_sampler* s) { delete s; }
+void pi_sampler_free(pi_sampler* s) {
+    delete s;
+}
 
 pi_status pi_sample(pi_sampler* s, const float* logits, int32_t n_vocab, pi_token* out_token) {
     return guard([&] {
@@ -87,12 +90,16 @@ pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_par
         require(ctx, "ctx");
         require(prompt, "prompt");
         if (result && result->struct_size != sizeof(pi_generate_result))
-            fail(status::invalid_argument, "result->struct_size must be sizeof(pi_generate_result)");
-        const pi_generate_params p = api::read_params(params, pi_generate_default_params(), "pi_generate_params");
-        if (p.n_stop > 0 && !p.stop) fail(status::invalid_argument, "pi_generate_params.stop is NULL but n_stop > 0");
+            fail(status::invalid_argument,
+                 "result->struct_size must be sizeof(pi_generate_result)");
+        const pi_generate_params p =
+            api::read_params(params, pi_generate_default_params(), "pi_generate_params");
+        if (p.n_stop > 0 && !p.stop)
+            fail(status::invalid_argument, "pi_generate_params.stop is NULL but n_stop > 0");
         generate_options o;
         o.max_tokens = p.max_tokens;
-        o.sampling = to_sampler_options(api::read_params(&p.sampling, pi_sampler_default_params(), "pi_sampler_params"));
+        o.sampling = to_sampler_options(
+            api::read_params(&p.sampling, pi_sampler_default_params(), "pi_sampler_params"));
         for (size_t i = 0; i < p.n_stop; ++i) {
             if (!p.stop[i]) fail(status::invalid_argument, "stop string ", i, " is NULL");
             o.stop.emplace_back(p.stop[i]);
@@ -112,7 +119,8 @@ pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_par
             result->decode_seconds = r.decode_seconds;
             result->stop_reason = static_cast<int32_t>(r.reason);
         }
-        const bool interrupted = r.reason == stop_reason::callback || r.reason == stop_reason::cancelled;
+        const bool interrupted =
+            r.reason == stop_reason::callback || r.reason == stop_reason::cancelled;
         return interrupted ? PI_STATUS_CANCELLED : PI_OK;
     });
 }

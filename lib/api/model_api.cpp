@@ -38,14 +38,23 @@ pi_status pi_model_load(const char* path, const pi_model_params* params, pi_mode
         require(out_model, "out_model");
         *out_model = nullptr;
         require(path, "path");
-        const pi_model_params p = api::read_params(params, pi_model_default_params(), "pi_model_params");
+        const pi_model_params p =
+            api::read_params(params, pi_model_default_params(), "pi_model_params");
         load_options o;
         o.use_mmap = p.use_mmap != 0;
         switch (p.ffn_activation) {
-        case PI_FFN_ACTIVATION_AUTO: o.activation = ffn_activation_choice::from_file; break;
-        case PI_FFN_ACTIVATION_RELU: o.activation = ffn_activation_choice::relu; break;
-        case PI_FFN_ACTIVATION_SILU: o.activation = ffn_activation_choice::silu; break;
-        default: fail(status::invalid_argument, "pi_model_params.ffn_activation ", p.ffn_activation, " is unknown");
+        case PI_FFN_ACTIVATION_AUTO:
+            o.activation = ffn_activation_choice::from_file;
+            break;
+        case PI_FFN_ACTIVATION_RELU:
+            o.activation = ffn_activation_choice::relu;
+            break;
+        case PI_FFN_ACTIVATION_SILU:
+            o.activation = ffn_activation_choice::silu;
+            break;
+        default:
+            fail(status::invalid_argument, "pi_model_params.ffn_activation ", p.ffn_activation,
+                 " is unknown");
         }
         o.force_dense = p.dense != 0;
         o.override_threshold = p.override_sparse_threshold != 0;
@@ -67,7 +76,9 @@ pi_status pi_model_load(const char* path, const pi_model_params* params, pi_mode
     });
 }
 
-void pi_model_free(pi_model* model) { delete model; }
+void pi_model_free(pi_model* model) {
+    delete model;
+}
 
 pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
     return guard([&] {
@@ -92,7 +103,8 @@ pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
         out.n_ctx_train = h.n_ctx_train;
         out.sparse = m.sparse_file() ? 1 : 0;
         out.sparse_inference = m.sparse_inference() ? 1 : 0;
-        out.ffn_activation = m.glu() == PIB_GLU_SILU ? PI_FFN_ACTIVATION_SILU : PI_FFN_ACTIVATION_RELU;
+        out.ffn_activation =
+            m.glu() == PIB_GLU_SILU ? PI_FFN_ACTIVATION_SILU : PI_FFN_ACTIVATION_RELU;
         out.sparse_threshold = m.sparse_threshold();
         for (size_t il = 0; il < m.layers().size() && il < PI_MAX_LAYERS; ++il)
             out.predictor_rank[il] = m.layers()[il].predictor_rank;
@@ -126,13 +138,15 @@ pi_status pi_tokenize(const pi_model* model, const char* text, size_t text_len, 
             model->impl->vocab().encode(std::string_view(text ? text : "", text_len), add_bos != 0);
         *n_tokens = ids.size();
         if (ids.size() > capacity)
-            fail(status::invalid_argument, "token buffer holds ", capacity, " tokens, ", ids.size(), " needed");
+            fail(status::invalid_argument, "token buffer holds ", capacity, " tokens, ", ids.size(),
+                 " needed");
         std::copy(ids.begin(), ids.end(), tokens);
         return PI_OK;
     });
 }
 
-pi_status pi_token_to_piece(const pi_model* model, pi_token token, char* buf, size_t capacity, size_t* len) {
+pi_status pi_token_to_piece(const pi_model* model, pi_token token, char* buf, size_t capacity,
+                            size_t* len) {
     return guard([&] {
         require(model, "model");
         require(len, "len");
@@ -141,7 +155,8 @@ pi_status pi_token_to_piece(const pi_model* model, pi_token token, char* buf, si
         const std::string piece = model->impl->vocab().piece(token);
         *len = piece.size();
         if (piece.size() > capacity)
-            fail(status::invalid_argument, "piece buffer holds ", capacity, " bytes, ", piece.size(), " needed");
+            fail(status::invalid_argument, "piece buffer holds ", capacity, " bytes, ",
+                 piece.size(), " needed");
         std::memcpy(buf, piece.data(), piece.size());
         return PI_OK;
     });
@@ -158,17 +173,25 @@ pi_status pi_detokenize(const pi_model* model, const pi_token* tokens, size_t n_
         const std::string text = model->impl->vocab().decode(tokens, n_tokens);
         *len = text.size();
         if (text.size() + 1 > capacity)
-            fail(status::invalid_argument, "text buffer holds ", capacity, " bytes, ", text.size() + 1,
-                 " needed (with the terminating NUL)");
+            fail(status::invalid_argument, "text buffer holds ", capacity, " bytes, ",
+                 text.size() + 1, " needed (with the terminating NUL)");
         std::memcpy(buf, text.data(), text.size());
         buf[text.size()] = '\0';
         return PI_OK;
     });
 }
 
-pi_token pi_token_bos(const pi_model* model) { return model ? model->impl->vocab().vocabulary().bos : -1; }
-pi_token pi_token_eos(const pi_model* model) { return model ? model->impl->vocab().vocabulary().eos : -1; }
-pi_token pi_token_newline(const pi_model* model) { return model ? model->impl->vocab().vocabulary().newline : -1; }
-int32_t pi_n_vocab(const pi_model* model) { return model ? model->impl->hp().n_vocab : -1; }
+pi_token pi_token_bos(const pi_model* model) {
+    return model ? model->impl->vocab().vocabulary().bos : -1;
+}
+pi_token pi_token_eos(const pi_model* model) {
+    return model ? model->impl->vocab().vocabulary().eos : -1;
+}
+pi_token pi_token_newline(const pi_model* model) {
+    return model ? model->impl->vocab().vocabulary().newline : -1;
+}
+int32_t pi_n_vocab(const pi_model* model) {
+    return model ? model->impl->hp().n_vocab : -1;
+}
 
 } // extern "C"

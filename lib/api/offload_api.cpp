@@ -20,9 +20,11 @@ struct chosen_device {
 
 // Budget in bytes from the params; < 0 means "the device's free memory minus a margin".
 int64_t budget_of(const pi_model_params& p) {
-    if (p.vram_budget != p.vram_budget) fail(status::invalid_argument, "pi_model_params.vram_budget is NaN");
+    if (p.vram_budget != p.vram_budget)
+        fail(status::invalid_argument, "pi_model_params.vram_budget is NaN");
     if (p.vram_budget < 0) return -1;
-    if (p.vram_budget > 9.0e18) fail(status::invalid_argument, "pi_model_params.vram_budget is absurd");
+    if (p.vram_budget > 9.0e18)
+        fail(status::invalid_argument, "pi_model_params.vram_budget is absurd");
     return static_cast<int64_t>(p.vram_budget);
 }
 
@@ -31,10 +33,13 @@ chosen_device choose(const pi_model_params& p, int64_t budget) {
     if (name == "none") return {};
     if (name == "cpu") {
         if (budget < 0)
-            fail(status::invalid_argument, "the \"cpu\" offload device needs an explicit vram_budget in bytes");
-        return {std::make_unique<device>(device::cpu(1, static_cast<size_t>(budget))), "cpu (second instance)"};
+            fail(status::invalid_argument,
+                 "the \"cpu\" offload device needs an explicit vram_budget in bytes");
+        return {std::make_unique<device>(device::cpu(1, static_cast<size_t>(budget))),
+                "cpu (second instance)"};
     }
-    if (name == "cuda" || name == "hip") return {std::make_unique<device>(device::from_module(name, 0)), name};
+    if (name == "cuda" || name == "hip")
+        return {std::make_unique<device>(device::from_module(name, 0)), name};
     if (name != "auto")
         fail(status::invalid_argument, "pi_model_params.offload_device '", name,
              "' is not one of auto, cuda, hip, cpu, none");
@@ -65,7 +70,8 @@ offload_request request_of(const pi_model_params& p, const char* path, int64_t b
 
 void pi::api::attach_offload(pi_model& handle, const pi_model_params& p, const char* path) {
     const model& m = *handle.impl;
-    if (p.kv_n_ctx < 0) fail(status::invalid_argument, "pi_model_params.kv_n_ctx ", p.kv_n_ctx, " is negative");
+    if (p.kv_n_ctx < 0)
+        fail(status::invalid_argument, "pi_model_params.kv_n_ctx ", p.kv_n_ctx, " is negative");
     if (!m.sparse_inference()) return;
     const int64_t budget = budget_of(p);
     if (budget == 0) return;
@@ -79,16 +85,19 @@ void pi::api::attach_offload(pi_model& handle, const pi_model_params& p, const c
 
 extern "C" {
 
-pi_status pi_model_estimate_memory(const char* path, const pi_model_params* params, char* report, size_t capacity,
-                                   size_t* len) {
+pi_status pi_model_estimate_memory(const char* path, const pi_model_params* params, char* report,
+                                   size_t capacity, size_t* len) {
     return guard([&] {
         require(path, "path");
         require(len, "len");
         *len = 0;
         if (!report && capacity > 0) fail(status::invalid_argument, "argument 'report' is NULL");
-        const pi_model_params p = api::read_params(params, pi_model_default_params(), "pi_model_params");
+        const pi_model_params p =
+            api::read_params(params, pi_model_default_params(), "pi_model_params");
         const int64_t budget = budget_of(p);
-        if (budget < 0) fail(status::invalid_argument, "pi_model_estimate_memory needs vram_budget >= 0 (bytes)");
+        if (budget < 0)
+            fail(status::invalid_argument,
+                 "pi_model_estimate_memory needs vram_budget >= 0 (bytes)");
         load_options o;
         o.force_dense = p.dense != 0;
         const auto m = model::load(path, o);
@@ -105,19 +114,22 @@ pi_status pi_model_estimate_memory(const char* path, const pi_model_params* para
                               chosen.dev->vt().device_info(chosen.dev->ctx(), &info));
                 weight_types = info.weight_types;
             } else {
-                text = "no offload device is usable: the placement assumes one that computes every weight type\n";
+                text = "no offload device is usable: the placement assumes one that computes every "
+                       "weight type\n";
             }
-            planner::plan_input in =
-                plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch, r.kv_n_ctx, weight_types);
+            planner::plan_input in = plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch,
+                                                    r.kv_n_ctx, weight_types);
             if (!r.disable_gpu_index) {
-                in.frequencies = r.stats_path.empty() ? calibrate_activations(*m, 1)
-                                                      : planner::load_activation_stats(r.stats_path).counts;
+                in.frequencies = r.stats_path.empty()
+                                     ? calibrate_activations(*m, 1)
+                                     : planner::load_activation_stats(r.stats_path).counts;
             }
             text += planner::describe(planner::make_plan(in));
         }
         *len = text.size();
         if (text.size() + 1 > capacity)
-            fail(status::invalid_argument, "report buffer holds ", capacity, " bytes, ", text.size() + 1, " needed");
+            fail(status::invalid_argument, "report buffer holds ", capacity, " bytes, ",
+                 text.size() + 1, " needed");
         std::memcpy(report, text.c_str(), text.size() + 1);
         return PI_OK;
     });

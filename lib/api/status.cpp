@@ -16,8 +16,12 @@ namespace {
 thread_local std::string last_error; // per thread, as the header promises
 }
 
-void set_last_error(const std::string& message) { last_error = message; }
-void clear_last_error() { last_error.clear(); }
+void set_last_error(const std::string& message) {
+    last_error = message;
+}
+void clear_last_error() {
+    last_error.clear();
+}
 
 } // namespace pi::api
 
@@ -25,21 +29,34 @@ extern "C" {
 
 const char* pi_status_str(pi_status s) {
     switch (s) {
-    case PI_OK: return "PI_OK";
-    case PI_STATUS_CANCELLED: return "PI_STATUS_CANCELLED";
-    case PI_ERR_INVALID_ARGUMENT: return "PI_ERR_INVALID_ARGUMENT";
-    case PI_ERR_IO: return "PI_ERR_IO";
-    case PI_ERR_FORMAT: return "PI_ERR_FORMAT";
-    case PI_ERR_UNSUPPORTED: return "PI_ERR_UNSUPPORTED";
-    case PI_ERR_OUT_OF_MEMORY: return "PI_ERR_OUT_OF_MEMORY";
-    case PI_ERR_CONTEXT_FULL: return "PI_ERR_CONTEXT_FULL";
-    case PI_ERR_INTERNAL: return "PI_ERR_INTERNAL";
+    case PI_OK:
+        return "PI_OK";
+    case PI_STATUS_CANCELLED:
+        return "PI_STATUS_CANCELLED";
+    case PI_ERR_INVALID_ARGUMENT:
+        return "PI_ERR_INVALID_ARGUMENT";
+    case PI_ERR_IO:
+        return "PI_ERR_IO";
+    case PI_ERR_FORMAT:
+        return "PI_ERR_FORMAT";
+    case PI_ERR_UNSUPPORTED:
+        return "PI_ERR_UNSUPPORTED";
+    case PI_ERR_OUT_OF_MEMORY:
+        return "PI_ERR_OUT_OF_MEMORY";
+    case PI_ERR_CONTEXT_FULL:
+        return "PI_ERR_CONTEXT_FULL";
+    case PI_ERR_INTERNAL:
+        return "PI_ERR_INTERNAL";
     }
     return "PI_ERR_UNKNOWN_STATUS";
 }
 
-const char* pi_last_error(void) { return pi::api::last_error.c_str(); }
+const char* pi_last_error(void) {
+    return pi::api::last_error.c_str();
+}
 
-const char* pi_version(void) { return "0.1.0"; }
+const char* pi_version(void) {
+    return "0.1.0";
+}
 
 } // extern "C"

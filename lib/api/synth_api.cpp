@@ -34,7 +34,8 @@ pi_status pi_synth_model_write(const pi_synth_params* params, const char* out_pa
     return guard([&] {
         require(params, "params");
         require(out_path, "out_path");
-        const pi_synth_params p = api::read_params(params, pi_synth_default_params(), "pi_synth_params");
+        const pi_synth_params p =
+            api::read_params(params, pi_synth_default_params(), "pi_synth_params");
         require(p.vocab_path, "pi_synth_params.vocab_path");
         synth_options o;
         o.arch = p.arch ? p.arch : "llama";

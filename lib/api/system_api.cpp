@@ -41,7 +41,8 @@ const char* pi_system_info(void) {
     std::lock_guard lock(m);
     info = std::string("libpowerinfer ") + pi_version() + "\n" +
            "CPU backend: built in, threads via oneTBB; CPU features:" + cpu_features() + "\n";
-    for (const pi::module_status& s : pi::probe_backend_modules()) info += pi::describe(s) + "\n";
+    for (const pi::module_status& s : pi::probe_backend_modules())
+        info += pi::describe(s) + "\n";
     return info.c_str();
 }
 

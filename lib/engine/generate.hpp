@@ -11,7 +11,15 @@ namespace pi {
 
 class context;
 
-enum class stop_reason : int32_t { none = 0, eos = 1, max_tokens = 2, stop_string = 3, callback = 4, cancelled = 5, context_full = 6 };
+enum class stop_reason : int32_t {
+    none = 0,
+    eos = 1,
+    max_tokens = 2,
+    stop_string = 3,
+    callback = 4,
+    cancelled = 5,
+    context_full = 6
+};
 
 struct generate_options {
     int32_t max_tokens = 128;

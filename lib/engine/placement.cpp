@@ -65,8 +65,8 @@ std::vector<std::vector<float>> calibrate_activations(const model& m, int32_t n_
     return ctx.activation_counts();
 }
 
-planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch, int32_t kv_n_ctx,
-                                   uint64_t weight_types) {
+planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch,
+                                   int32_t kv_n_ctx, uint64_t weight_types) {
     const hparams& h = m.hp();
     const auto supported = [weight_types](std::initializer_list<const pib_tensor*> tensors) {
         return std::all_of(tensors.begin(), tensors.end(), [weight_types](const pib_tensor* t) {
@@ -99,7 +99,7 @@ offload_result place_on_device(const model& m, std::unique_ptr<device> dev,
     if (!m.sparse_inference()) return out;
     pib_device_info info{};
     device::check("reading the device's properties", dev->vt().device_info(dev->ctx(), &info));
-    const uint64_t budget = r.budget >= 0 ? static_cast<uint64_t>(r.budget)
+    const uint64_t budget = r.budget >= 0                      ? static_cast<uint64_t>(r.budget)
                             : info.memory_free > safety_margin ? info.memory_free - safety_margin
                                                                : 0;
     if (r.kv_n_ctx < 0)

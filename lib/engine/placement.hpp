@@ -34,8 +34,8 @@ offload_result place_on_device(const model& m, std::unique_ptr<device> dev,
 // context of kv_n_ctx positions (F16), the device arena of a context of n_batch tokens, one
 // neuron's gathered rows, and which groups a device computing weight_types (pib_device_info)
 // can hold.
-planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch, int32_t kv_n_ctx,
-                                   uint64_t weight_types);
+planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_batch,
+                                   int32_t kv_n_ctx, uint64_t weight_types);
 
 // Per-neuron activation counts from running the model's predictors over a built-in text.
 std::vector<std::vector<float>> calibrate_activations(const model& m, int32_t n_threads);

@@ -104,7 +104,8 @@ bool place_dense(const plan_input& in, plan& p, uint64_t& left) {
     };
     const size_t n_layer = in.layers.size();
     for (size_t l = 0; l < n_layer; ++l)
-        p.attn_on_device[l] = take(in.layers[l].attn_supported, in.layers[l].attn_bytes, p.bytes_attn);
+        p.attn_on_device[l] =
+            take(in.layers[l].attn_supported, in.layers[l].attn_bytes, p.bytes_attn);
     for (size_t l = 0; l < n_layer; ++l)
         p.predictor_on_device[l] =
             take(in.layers[l].predictor_supported, in.layers[l].predictor_bytes, p.bytes_predictor);
@@ -258,8 +259,9 @@ std::optional<plan> make_plan_with_hot(const plan_input& in,
     for (size_t l = 0; l < hot.size(); ++l) {
         const int32_t k = static_cast<int32_t>(hot[l].size());
         if (k > 0 && !in.layers[l].ffn_supported) {
-            log(log_level::info, concat("planner: cached hot neurons ignored: the device cannot compute layer ",
-                                        l, "'s FFN weights"));
+            log(log_level::info,
+                concat("planner: cached hot neurons ignored: the device cannot compute layer ", l,
+                       "'s FFN weights"));
             return std::nullopt;
         }
         if (k != in.layers[l].n_ff && k % in.neuron_granularity != 0) {

@@ -29,7 +29,8 @@ struct layer_geometry {
     int32_t n_ff = 0;
     // false: the device cannot compute with the group's weight types; the group stays on the CPU
     // without ending the dense placement, and an unsupported FFN gets no hot neurons.
-    bool attn_supported = true, predictor_supported = true, ffn_norm_supported = true, ffn_supported = true;
+    bool attn_supported = true, predictor_supported = true, ffn_norm_supported = true,
+         ffn_supported = true;
 };
 
 struct plan_input {
@@ -61,9 +62,10 @@ struct plan {
 
 // Scratch first (pi::error(out_of_memory) naming the shortfall when it does not fit a non-zero
 // budget), then attention layer by layer, predictors, ffn norms, output (skipping unsupported
-// groups), stopping at the first group that does not fit; when all of them fit, the KV cache (all or nothing) and the FFN: hot
-// neurons chosen globally across layers in chunks of neuron_granularity by activation frequency
-// per byte. pi::error(invalid_argument) for inconsistent input.
+// groups), stopping at the first group that does not fit; when all of them fit, the KV cache (all
+// or nothing) and the FFN: hot neurons chosen globally across layers in chunks of
+// neuron_granularity by activation frequency per byte. pi::error(invalid_argument) for inconsistent
+// input.
 plan make_plan(const plan_input& in);
 
 // The same dense placement, with the FFN hot sets taken from a cache (a GPU index file) instead

@@ -1,5 +1,5 @@
-#include <cstdlib>
 #include "options.hpp"
+#include <cstdlib>
 
 #include <charconv>
 #include <cstdio>
@@ -29,7 +29,8 @@ void print_usage() {
         "  -c, --ctx-size N     KV cache positions (default n-prompt + n-gen + 16)\n"
         "      --json           print one JSON document instead of the markdown report\n"
         "      --no-bandwidth   skip the memory read-bandwidth probe\n"
-        "      --vram-budget GiB  offload device memory for dense blocks, KV cache and hot FFN neurons\n"
+        "      --vram-budget GiB  offload device memory for dense blocks, KV cache and hot FFN "
+        "neurons\n"
         "      --offload-device D auto, cuda, hip, cpu (a second CPU instance) or none\n"
         "  -h, --help           this text\n",
         stdout);
@@ -140,8 +141,7 @@ std::optional<options> parse_options(int argc, char** argv, std::string& error, 
             o.vram_budget_gib = std::strtod(text.c_str(), &end);
             ok = !text.empty() && *end == '\0' && o.vram_budget_gib >= 0 && o.vram_budget_gib < 1e6;
             if (!ok) error = "--vram-budget: expects a number of GiB >= 0";
-        }
-        else
+        } else
             ok = parse_int(a, v, 1, o.n_ctx, error);
         if (!ok) return std::nullopt;
     }
