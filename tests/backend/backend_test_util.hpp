@@ -174,4 +174,20 @@ inline list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<in
             d.i32(static_cast<int64_t>(lists.size()), 1, count)};
 }
 
+// The error scale of a product: scale[t][r] = sum_c |w[r][c] * x[t][c]|.
+inline std::vector<double> product_scale(const std::vector<float>& w, const std::vector<float>& x,
+                                         int64_t cols, int64_t rows, int64_t n_tok) {
+    std::vector<double> s(static_cast<size_t>(rows * n_tok), 0.0);
+    for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+                s[t * rows + r] +=
+                    std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
+    return s;
+}
+
+struct mat_shape {
+    int64_t cols, rows, n_tok;
+};
+
 } // namespace pi::test

@@ -76,22 +76,6 @@ std::string repeat_kinds(const std::string& kinds, size_t n) {
     return out;
 }
 
-// scale[t][r] = sum_c |w[r][c] * x[t][c]|.
-std::vector<double> product_scale(const std::vector<float>& w, const std::vector<float>& x,
-                                  int64_t cols, int64_t rows, int64_t n_tok) {
-    std::vector<double> s(static_cast<size_t>(rows * n_tok), 0.0);
-    for (int64_t t = 0; t < n_tok; ++t)
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c)
-                s[t * rows + r] +=
-                    std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
-    return s;
-}
-
-struct mat_shape {
-    int64_t cols, rows, n_tok;
-};
-
 // Columns not a multiple of 8 or 16, exact multiples, rank 1, one row, and enough rows that
 // 2 threads get several chunks each (with row prefetch) in decode and in batches.
 const mat_shape mat_shapes[] = {{37, 29, 1},   {37, 29, 3}, {1, 5, 7},     {5, 1, 1},

@@ -80,22 +80,6 @@ void check_against(uint32_t type, const std::vector<float>& want, const std::vec
     }
 }
 
-// scale[t][r] = sum_c |w[r][c] * x[t][c]|.
-std::vector<double> product_scale(const std::vector<float>& w, const std::vector<float>& x,
-                                  int64_t cols, int64_t rows, int64_t n_tok) {
-    std::vector<double> s(static_cast<size_t>(rows * n_tok), 0.0);
-    for (int64_t t = 0; t < n_tok; ++t)
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c)
-                s[t * rows + r] +=
-                    std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
-    return s;
-}
-
-struct mat_shape {
-    int64_t cols, rows, n_tok;
-};
-
 // Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens; 11
 // and 19 blocks, rows longer than the dense products transpose at once.
 const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},  {256, 301, 1},
