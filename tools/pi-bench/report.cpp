@@ -217,16 +217,16 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
         j.begin_object();
         j.key("device");
         j.string(f.device);
-        j.key("bytes");
-        j.integer(f.bytes);
-        j.key("attn_layers");
-        j.integer(static_cast<uint64_t>(f.attn_layers));
-        j.key("predictor_layers");
-        j.integer(static_cast<uint64_t>(f.predictor_layers));
+        for (const auto& [name, value] :
+             {std::pair<const char*, uint64_t>{"bytes", f.bytes},
+              {"attn_layers", static_cast<uint64_t>(f.attn_layers)},
+              {"predictor_layers", static_cast<uint64_t>(f.predictor_layers)},
+              {"kv_n_ctx", static_cast<uint64_t>(f.kv_n_ctx)}}) {
+            j.key(name);
+            j.integer(value);
+        }
         j.key("output");
         j.boolean(f.output);
-        j.key("kv_n_ctx");
-        j.integer(static_cast<uint64_t>(f.kv_n_ctx));
         json_number_or_null(j, "hot_fraction", f.hot_fraction);
         j.end_object();
     }
