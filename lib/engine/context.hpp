@@ -24,8 +24,8 @@ struct context_options {
     int32_t n_threads = 1;
     bool kv_f16 = true;
     bool audit_predictor = false;
-    const offload* offloaded =
-        nullptr; // dense blocks and hot neurons on a device; must outlive the context
+    // Dense blocks and hot neurons on a device; must outlive the context.
+    const offload* offloaded = nullptr;
     bool count_activations = false; // per-neuron counts of predicted activity (calibration)
 };
 
