@@ -180,15 +180,24 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
                      const view& y) {
     const simd_kernels& k = *c.simd;
     const weights wr = weights_of(wt);
-    // In decode a task reads its column block of every listed row: two blocks per thread keep
-    // those pieces long (measured: about 1.5x the bandwidth of four).
     const int64_t cols = y.ne0;
-    if (a.ne1 == 1) {
-        const int64_t n = count.row<const int32_t>(0)[0];
-        const int32_t* list = idx.row<const int32_t>(0);
+    const int32_t* counts = count.row<const int32_t>(0);
+    int64_t entries = 0;
+    for (int64_t t = 0; t < a.ne1; ++t)
+        entries += counts[t];
+    // Token by token while few rows are listed per token (decode, sparse prompts): a task keeps
+    // its column block of each listed row in registers while the rows pass, and in a prompt finds
+    // the rows of earlier tokens in L2. With many rows per token the neuron-major kernel below
+    // converts each row block once for all its tokens (measured crossover: about a quarter of
+    // the rows). Both apply a token's rows in list order, so they give the same bits.
+    if (a.ne1 == 1 || entries * 4 < a.ne1 * wt.ne1) {
+        // In decode a task reads its column block of every listed row: two blocks per thread
+        // keep those pieces long (measured: about 1.5x the bandwidth of four).
         const int64_t chunk = chunk_size(c, cols, 64, cols, column_align, 2);
         parallel_chunks(c, cols, chunk, [&](int64_t c0, int64_t c1) {
-            k.axpy_rows(wr, list, n, a.row<const float>(0), y.row<float>(0), c0, c1);
+            for (int64_t t = 0; t < a.ne1; ++t)
+                k.axpy_rows(wr, idx.row<const int32_t>(t), counts[t], a.row<const float>(t),
+                            y.row<float>(t), c0, c1);
         });
         return PIB_OK;
     }

@@ -112,6 +112,9 @@ struct avx2 {
         return dot(izero(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     }
 
+    // No 16-float table lookup in one instruction: blocks convert their codes.
+    static constexpr bool table16 = false;
+
     static ivec widen_u8(const uint8_t* p) {
         return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
     }

@@ -148,6 +148,15 @@ struct avx512 {
         return dot(izero(), _mm512_abs_epi8(w), sx);
     }
 
+    // A 16-float table indexed by the low four bits of each lane of idx.
+    static constexpr bool table16 = true;
+    static vec iota() {
+        return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+    static vec lookup16(vec table, ivec idx) {
+        return _mm512_permutexvar_ps(idx, table);
+    }
+
     static ivec widen_u8(const uint8_t* p) {
         return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }

@@ -13,7 +13,7 @@
 // simd_quant_impl.hpp lists for quantized weights.
 //
 // The accumulates take rows of any weight type W: float, uint16_t (F16) or a quantized block,
-// read a vector of columns at a time through load_at (quantized rows: 32-column aligned ranges).
+// read a vector of columns at a time, quantized rows a block at a time (32-column aligned ranges).
 #include "backend/backend.h"
 #include "cpu_simd.hpp"
 #include "simd_quant_impl.hpp"
@@ -54,13 +54,6 @@ template <class V> struct impl {
 
     template <class W> static constexpr bool is_block = requires(const W& w) { w.qs; };
 
-    // Columns [c, c + L) of the row w as floats.
-    template <class W> static vec load_at(const W* w, int64_t c) {
-        if constexpr (is_block<W>)
-            return Q::load_cols(w, c);
-        else
-            return V::load(w + c);
-    }
     // The address of column c of the row w, and the bytes of n columns.
     template <class W> static const void* at(const W* w, int64_t c) {
         return is_block<W> ? static_cast<const void*>(w + c / qk8_0) : w + c;
@@ -69,15 +62,10 @@ template <class V> struct impl {
         return (is_block<W> ? n / qk8_0 : n) * static_cast<int64_t>(sizeof(W));
     }
 
-    // Whether column c starts a new cache line of W elements (one prefetch per line; per block
-    // for quantized rows, whose blocks are 18 to 34 bytes).
+    // Whether column c starts a new cache line of float or F16 elements (one prefetch per line).
     template <class W> static bool line_start(int64_t c) {
-        if constexpr (is_block<W>) {
-            return c % qk8_0 == 0;
-        } else {
-            constexpr int64_t per_line = 64 / static_cast<int64_t>(sizeof(W));
-            return L >= per_line || c % per_line == 0;
-        }
+        constexpr int64_t per_line = 64 / static_cast<int64_t>(sizeof(W));
+        return L >= per_line || c % per_line == 0;
     }
 
     template <class W> static const W* row(const weights& w, int64_t r) {
@@ -244,35 +232,25 @@ template <class V> struct impl {
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g)
             a[g] = V::set1(cf[g]);
-        // A quantized block's vectors in one pass, so that its scale and codes are read once.
-        constexpr int64_t U = is_block<W> ? qk8_0 / L : 1;
         int64_t c = c0;
-        for (; c + U * L <= c1; c += U * L) {
-            if constexpr (is_block<W>) {
-                if (c % qk8_0 != 0) __builtin_unreachable();
-            }
-#pragma GCC unroll 4
-            for (int64_t u = 0; u < U; ++u) {
-                vec acc = V::load(y + c + u * L);
+        for (; c + L <= c1; c += L) {
+            vec acc = V::load(y + c);
 #pragma GCC unroll 8
-                for (int g = 0; g < G; ++g) {
-                    if constexpr (P) {
-                        if (line_start<W>(c + u * L)) V::prefetch(at(next[g], c + u * L));
-                    }
-                    acc = V::fma(a[g], load_at(w[g], c + u * L), acc);
+            for (int g = 0; g < G; ++g) {
+                if constexpr (P) {
+                    if (line_start<W>(c)) V::prefetch(next[g] + c);
                 }
-                V::store(y + c + u * L, acc);
+                acc = V::fma(a[g], V::load(w[g] + c), acc);
             }
+            V::store(y + c, acc);
         }
-        if constexpr (!is_block<W>) { // quantized rows come in whole blocks, without a tail
-            if (c < c1) {
-                const int64_t n = c1 - c;
-                vec acc = V::load_n(y + c, n);
+        if (c < c1) {
+            const int64_t n = c1 - c;
+            vec acc = V::load_n(y + c, n);
 #pragma GCC unroll 8
-                for (int g = 0; g < G; ++g)
-                    acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
-                V::store_n(y + c, acc, n);
-            }
+            for (int g = 0; g < G; ++g)
+                acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
+            V::store_n(y + c, acc, n);
         }
     }
 
@@ -285,6 +263,71 @@ template <class V> struct impl {
             if (g < G) return axpy_any<W, G - 1>(g, w, cf, y, c0, c1);
         }
         axpy_group<W, G, false>(w, cf, y, c0, c1, nullptr);
+    }
+
+    // Quantized rows: NB blocks of y stay in registers while every listed row passes, so y is
+    // loaded and stored once per pass and each row's scale is converted once per block. The
+    // first pass also fetches each row's whole column range into L2 a few rows ahead, for the
+    // later passes and, in decode, for the scattered rows the hardware prefetchers miss.
+    static constexpr int axpy_block_registers = 8;
+    static constexpr int64_t axpy_prefetch_rows = 8;
+
+    template <class B, int NB, bool First>
+    static void axpy_pass(const weights& wt, const int32_t* rows, int64_t n, const float* a,
+                          float* y, uint64_t b, uint64_t b0, int64_t range) {
+        constexpr int U = static_cast<int>(qk8_0 / L);
+        float* yb = y + b * qk8_0;
+        vec acc[NB * U];
+#pragma GCC unroll 8
+        for (int i = 0; i < NB * U; ++i)
+            acc[i] = V::load(yb + i * L);
+        for (int64_t k = 0; k < n; ++k) {
+            if constexpr (First) {
+                if (k + axpy_prefetch_rows < n)
+                    prefetch_far_bytes(row<B>(wt, rows[k + axpy_prefetch_rows]) + b0, range);
+            }
+            const float v = a[rows[k]];
+            if (v == 0.0f) continue;
+            const vec av = V::set1(v);
+            const B* r = row<B>(wt, rows[k]) + b;
+#pragma GCC unroll 8
+            for (int j = 0; j < NB; ++j) {
+                vec wv[U];
+                Q::block_floats(r[j], wv);
+#pragma GCC unroll 4
+                for (int u = 0; u < U; ++u)
+                    acc[j * U + u] = V::fma(av, wv[u], acc[j * U + u]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < NB * U; ++i)
+            V::store(yb + i * L, acc[i]);
+    }
+
+    template <class B, int NB, bool First>
+    static void axpy_pass_any(int nb, const weights& wt, const int32_t* rows, int64_t n,
+                              const float* a, float* y, uint64_t b, uint64_t b0, int64_t range) {
+        if constexpr (NB > 1) {
+            if (nb < NB)
+                return axpy_pass_any<B, NB - 1, First>(nb, wt, rows, n, a, y, b, b0, range);
+        }
+        axpy_pass<B, NB, First>(wt, rows, n, a, y, b, b0, range);
+    }
+
+    template <class B>
+    static void axpy_blocks_t(const weights& wt, const int32_t* rows, int64_t n, const float* a,
+                              float* y, int64_t c0, int64_t c1) {
+        constexpr int NB = axpy_block_registers / static_cast<int>(qk8_0 / L);
+        const uint64_t b0 = static_cast<uint64_t>(c0) / qk8_0;
+        const uint64_t b1 = static_cast<uint64_t>(c1) / qk8_0;
+        const auto range = static_cast<int64_t>((b1 - b0) * sizeof(B));
+        for (uint64_t b = b0; b < b1; b += NB) {
+            const int nb = static_cast<int>(lo(NB, static_cast<int64_t>(b1 - b)));
+            if (b == b0)
+                axpy_pass_any<B, NB, true>(nb, wt, rows, n, a, y, b, b0, range);
+            else
+                axpy_pass_any<B, NB, false>(nb, wt, rows, n, a, y, b, b0, range);
+        }
     }
 
     template <class W>
@@ -323,19 +366,24 @@ template <class V> struct impl {
 
     // dst[0 .. n) = columns [c0, c0 + n) of the row src as floats; returns the floats to read.
     template <class W> static const float* widen(const W* src, int64_t c0, int64_t n, float* dst) {
-        if constexpr (!is_block<W> && sizeof(W) == sizeof(float)) {
+        if constexpr (is_block<W>) {
+            constexpr int U = static_cast<int>(qk8_0 / L);
+            const W* blk = src + static_cast<uint64_t>(c0) / qk8_0;
+            for (int64_t c = 0; c < n; c += qk8_0, ++blk) {
+                vec wv[U];
+                Q::block_floats(*blk, wv);
+#pragma GCC unroll 4
+                for (int u = 0; u < U; ++u)
+                    V::store(dst + c + u * L, wv[u]);
+            }
+            return dst;
+        } else if constexpr (sizeof(W) == sizeof(float)) {
             return src + c0;
         } else {
             int64_t c = 0;
-            for (; c + L <= n; c += L) {
-                if constexpr (is_block<W>) {
-                    if ((c0 + c) % L != 0) __builtin_unreachable();
-                }
-                V::store(dst + c, load_at(src, c0 + c));
-            }
-            if constexpr (!is_block<W>) {
-                if (c < n) V::store_n(dst + c, V::load_n(src + c0 + c, n - c), n - c);
-            }
+            for (; c + L <= n; c += L)
+                V::store(dst + c, V::load(src + c0 + c));
+            if (c < n) V::store_n(dst + c, V::load_n(src + c0 + c, n - c), n - c);
             return dst;
         }
     }
@@ -572,7 +620,11 @@ template <class V> struct impl {
     static void axpy_rows(const weights& wt, const int32_t* rows, int64_t n, const float* a,
                           float* y, int64_t c0, int64_t c1) {
         visit<true>(wt.type, [&](auto tag) {
-            axpy_rows_t<decltype(pointee(tag))>(wt, rows, n, a, y, c0, c1);
+            using W = decltype(pointee(tag));
+            if constexpr (is_block<W>)
+                axpy_blocks_t<W>(wt, rows, n, a, y, c0, c1);
+            else
+                axpy_rows_t<W>(wt, rows, n, a, y, c0, c1);
         });
     }
 

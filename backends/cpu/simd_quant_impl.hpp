@@ -745,31 +745,42 @@ template <class V> struct quant_impl {
         });
     }
 
-    // ---- dequantized columns, for the accumulates of simd_impl.hpp ----
+    // ---- dequantized blocks, for the accumulates of simd_impl.hpp ----
 
-    // Columns [c, c + L) of the quantized row w as floats d * q + k, with k = m, or
-    // k = -offset * d (exact) so that d * (q - offset) is rounded once.
-    template <class B> static vec load_cols(const B* w, int64_t c) {
+    // The block's 32 values as floats d * q + k, L per register, with k = m, or
+    // k = -offset * d (exact) so that d * (q - offset) is rounded once. Where V can index a
+    // 16-float table by the low four bits of each lane, a 4-bit block computes its 16 possible
+    // values once (the same fma, so the same bits) and looks its codes up.
+    template <class B> static void block_floats(const B& blk, vec (&out)[qk8_0 / L]) {
         using F = fmt<B>;
-        const B& blk = w[c / qk8_0];
-        const int64_t e = c % qk8_0;
-        ivec q;
-        float k = 0.0f;
+        constexpr int U = static_cast<int>(qk8_0 / L);
+        const float d = half(blk.d);
         if constexpr (sizeof(blk.qs) == 32) {
-            q = V::widen_i8(blk.qs + e);
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u)
+                out[u] = V::fma(V::set1(d), V::cvt(V::widen_i8(blk.qs + u * L)), V::zero());
         } else {
-            // Elements 0 .. 15 are the low nibbles of qs, 16 .. 31 the high ones.
-            const ivec bytes = V::widen_u8(blk.qs + e % 16);
-            q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
-            if constexpr (F::bits) {
-                uint32_t qh;
-                __builtin_memcpy(&qh, blk.qh, sizeof(qh));
-                q = V::ior(q, V::lane_bits(qh, e));
+            float k = static_cast<float>(-F::offset) * d;
+            if constexpr (F::min) k = half(blk.m);
+            if constexpr (V::table16 && !F::bits) {
+                const vec table = V::fma(V::set1(d), V::iota(), V::set1(k));
+                const ivec bytes = V::widen_u8(blk.qs);
+                out[0] = V::lookup16(table, bytes);
+                out[1] = V::lookup16(table, V::srli(bytes, 4));
+            } else {
+                uint32_t qh = 0;
+                if constexpr (F::bits) __builtin_memcpy(&qh, blk.qh, sizeof(qh));
+#pragma GCC unroll 4
+                for (int u = 0; u < U; ++u) {
+                    // Elements 0 .. 15 are the low nibbles of qs, 16 .. 31 the high ones.
+                    const int e = u * static_cast<int>(L);
+                    const ivec bytes = V::widen_u8(blk.qs + e % 16);
+                    ivec q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
+                    if constexpr (F::bits) q = V::ior(q, V::lane_bits(qh, e));
+                    out[u] = V::fma(V::set1(d), V::cvt(q), V::set1(k));
+                }
             }
-            k = static_cast<float>(-F::offset) * half(blk.d);
         }
-        if constexpr (F::min) k = half(blk.m);
-        return V::fma(V::set1(half(blk.d)), V::cvt(q), V::set1(k));
     }
 };
 

@@ -180,14 +180,24 @@ TEST_CASE("fast mul_mat_sparse matches the scalar kernels and zeroes unlisted ro
 }
 
 TEST_CASE("fast axpy_sparse matches the scalar kernels, skipping zero activations") {
+    // Batches listing under a quarter of the rows per token ("sse", "rse") take the token-major
+    // path, the others the neuron-major one.
     struct axpy_case {
         int64_t n_out, n_ff;
         std::string kinds;
     };
     const axpy_case cases[] = {
-        {45, 67, "r"},   {45, 67, "e"},    {45, 67, "a"},
-        {1, 1, "aa"},    {600, 70, "s"},   {600, 70, "rsea"},
-        {1000, 33, "a"}, {37, 200, "rae"}, {130, 300, repeat_kinds("srea", 64)},
+        {45, 67, "r"},
+        {45, 67, "e"},
+        {45, 67, "a"},
+        {1, 1, "aa"},
+        {600, 70, "s"},
+        {600, 70, "rsea"},
+        {1000, 33, "a"},
+        {37, 200, "rae"},
+        {130, 300, repeat_kinds("srea", 64)},
+        {130, 300, repeat_kinds("sse", 64)},
+        {600, 70, "rse"},
     };
     for (uint32_t type : {F32, F16}) {
         for (const axpy_case& s : cases) {
@@ -402,48 +412,55 @@ TEST_CASE("a token gets the same bits from the fast kernels decoded alone or ins
     const auto x = random_floats(static_cast<size_t>(cols * n_tok), 50);
     const auto w = values(F16, static_cast<size_t>(cols * rows), 51);
     const auto a = random_floats(static_cast<size_t>(rows * n_tok), 52);
-    // Ascending lists, as select_active makes them.
-    const auto lists = make_lists(rows, "sAsesss", 53);
-    const std::vector<int32_t> positions = {0, 1, 2, 3, 4, 5, 6};
-    const pib_attention_params ap{2, 2, cols / 2, static_cast<int32_t>(n_tok), 0.3f};
-    for (int32_t level : fast_levels()) {
-        CAPTURE(level);
-        cpu_device d(2, 0, level);
-        const auto& vt = d.vt();
-        const pib_tensor tw = d.f16(cols, rows, w);
-        const pib_tensor twt = d.f16(cols, rows, w); // as ffn_down_t: [n_out = cols][n_ff = rows]
-        const pib_tensor kv = d.f16(cols, n_tok, x);
-        const pib_tensor kv_pos = d.i32(n_tok, 1, positions);
-        const auto batch = [&](int64_t t0, int64_t n) {
-            const auto slice = [&](const std::vector<float>& v, int64_t len) {
-                return std::vector<float>(v.begin() + t0 * len, v.begin() + (t0 + n) * len);
+    // Ascending lists, as select_active makes them; the batch's axpy_sparse is neuron-major
+    // with the first (over a quarter of the rows per token) and token-major with the second.
+    for (const char* kinds : {"sAsesss", "sesesss"}) {
+        CAPTURE(kinds);
+        const auto lists = make_lists(rows, kinds, 53);
+        const std::vector<int32_t> positions = {0, 1, 2, 3, 4, 5, 6};
+        const pib_attention_params ap{2, 2, cols / 2, static_cast<int32_t>(n_tok), 0.3f};
+        for (int32_t level : fast_levels()) {
+            CAPTURE(level);
+            cpu_device d(2, 0, level);
+            const auto& vt = d.vt();
+            const pib_tensor tw = d.f16(cols, rows, w);
+            const pib_tensor twt =
+                d.f16(cols, rows, w); // as ffn_down_t: [n_out = cols][n_ff = rows]
+            const pib_tensor kv = d.f16(cols, n_tok, x);
+            const pib_tensor kv_pos = d.i32(n_tok, 1, positions);
+            const auto batch = [&](int64_t t0, int64_t n) {
+                const auto slice = [&](const std::vector<float>& v, int64_t len) {
+                    return std::vector<float>(v.begin() + t0 * len, v.begin() + (t0 + n) * len);
+                };
+                const pib_tensor tx = d.f32(cols, n, slice(x, cols));
+                const pib_tensor ta = d.f32(rows, n, slice(a, rows));
+                const auto l = upload_lists(
+                    d,
+                    std::vector<std::vector<int32_t>>(lists.begin() + t0, lists.begin() + t0 + n),
+                    rows);
+                const pib_tensor dense = d.zeros_f32(rows, n), sparse = d.zeros_f32(rows, n);
+                const pib_tensor down = d.f32(cols, n, slice(x, cols)), att = d.zeros_f32(cols, n);
+                const pib_tensor qp = d.i32(
+                    n, 1, std::vector<int32_t>(positions.begin() + t0, positions.begin() + t0 + n));
+                REQUIRE(vt.mul_mat(d.ctx(), &tw, &tx, &dense) == PIB_OK);
+                REQUIRE(vt.mul_mat_sparse(d.ctx(), &tw, &tx, &l.idx, &l.count, &sparse) == PIB_OK);
+                REQUIRE(vt.axpy_sparse(d.ctx(), &twt, &ta, &l.idx, &l.count, &down) == PIB_OK);
+                REQUIRE(vt.attention(d.ctx(), &tx, &kv, &kv, &qp, &kv_pos, &ap, &att) == PIB_OK);
+                std::vector<std::vector<float>> out;
+                for (const pib_tensor* t : {&dense, &sparse, &down, &att})
+                    out.push_back(d.read_f32(*t));
+                return out;
             };
-            const pib_tensor tx = d.f32(cols, n, slice(x, cols));
-            const pib_tensor ta = d.f32(rows, n, slice(a, rows));
-            const auto l = upload_lists(
-                d, std::vector<std::vector<int32_t>>(lists.begin() + t0, lists.begin() + t0 + n),
-                rows);
-            const pib_tensor dense = d.zeros_f32(rows, n), sparse = d.zeros_f32(rows, n);
-            const pib_tensor down = d.f32(cols, n, slice(x, cols)), att = d.zeros_f32(cols, n);
-            const pib_tensor qp = d.i32(
-                n, 1, std::vector<int32_t>(positions.begin() + t0, positions.begin() + t0 + n));
-            REQUIRE(vt.mul_mat(d.ctx(), &tw, &tx, &dense) == PIB_OK);
-            REQUIRE(vt.mul_mat_sparse(d.ctx(), &tw, &tx, &l.idx, &l.count, &sparse) == PIB_OK);
-            REQUIRE(vt.axpy_sparse(d.ctx(), &twt, &ta, &l.idx, &l.count, &down) == PIB_OK);
-            REQUIRE(vt.attention(d.ctx(), &tx, &kv, &kv, &qp, &kv_pos, &ap, &att) == PIB_OK);
-            std::vector<std::vector<float>> out;
-            for (const pib_tensor* t : {&dense, &sparse, &down, &att})
-                out.push_back(d.read_f32(*t));
-            return out;
-        };
-        const auto all = batch(0, n_tok);
-        for (int64_t t = 0; t < n_tok; ++t) {
-            CAPTURE(t);
-            const auto one = batch(t, 1);
-            for (size_t k = 0; k < all.size(); ++k) {
-                CAPTURE(k);
-                const size_t len = one[k].size();
-                CHECK(bitwise_equal(one[k], std::span<const float>(all[k]).subspan(t * len, len)));
+            const auto all = batch(0, n_tok);
+            for (int64_t t = 0; t < n_tok; ++t) {
+                CAPTURE(t);
+                const auto one = batch(t, 1);
+                for (size_t k = 0; k < all.size(); ++k) {
+                    CAPTURE(k);
+                    const size_t len = one[k].size();
+                    CHECK(bitwise_equal(one[k],
+                                        std::span<const float>(all[k]).subspan(t * len, len)));
+                }
             }
         }
     }

@@ -46,15 +46,20 @@ quantized quantize(uint32_t type, int64_t cols, int64_t rows, uint32_t seed) {
 }
 
 // One list per token, cycling through: every row ascending, empty, a random third ascending,
-// every row descending.
-std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32_t seed) {
+// every row descending. Sparse: a random tenth ascending, empty, a random tenth descending (under
+// a quarter of the rows per token, so batches take axpy_sparse's token-major path).
+std::vector<std::vector<int32_t>> make_lists(int64_t rows, int64_t n_tok, uint32_t seed,
+                                             bool sparse = false) {
     std::mt19937 rng(seed);
     std::vector<std::vector<int32_t>> lists(static_cast<size_t>(n_tok));
     for (int64_t t = 0; t < n_tok; ++t) {
-        const int kind = static_cast<int>(t % 4);
-        for (int32_t r = 0; r < rows; ++r)
-            if (kind == 0 || kind == 3 || (kind == 2 && rng() % 3 == 0)) lists[t].push_back(r);
-        if (kind == 3) std::reverse(lists[t].begin(), lists[t].end());
+        const int kind = static_cast<int>(t % (sparse ? 3 : 4));
+        for (int32_t r = 0; r < rows; ++r) {
+            const bool listed = sparse ? kind != 1 && rng() % 10 == 0
+                                       : kind == 0 || kind == 3 || (kind == 2 && rng() % 3 == 0);
+            if (listed) lists[t].push_back(r);
+        }
+        if (kind == 3 || (sparse && kind == 2)) std::reverse(lists[t].begin(), lists[t].end());
     }
     return lists;
 }
@@ -149,30 +154,33 @@ TEST_CASE("axpy_sparse over quantized rows matches the F32 kernel, skipping zero
             auto a = random_floats(static_cast<size_t>(s.rows * s.n_tok), 8);
             for (size_t i = 0; i < a.size(); i += 5)
                 a[i] = 0.0f;
-            const auto lists = make_lists(s.rows, s.n_tok, 9);
-            const auto y0 = random_floats(static_cast<size_t>(s.cols * s.n_tok), 10);
-            auto op = [&](cpu_device& d, const pib_tensor& wt) {
-                const pib_tensor ta = d.f32(s.rows, s.n_tok, a);
-                const auto l = upload_lists(d, lists, s.rows);
-                const pib_tensor ty = d.f32(s.cols, s.n_tok, y0, 7);
-                REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &ty) == PIB_OK);
-                return d.read_f32(ty);
-            };
-            // scale[t][j] = |y0| + sum over listed rows of |a * w|.
-            std::vector<double> scale(y0.begin(), y0.end());
-            for (int64_t t = 0; t < s.n_tok; ++t) {
-                for (int64_t j = 0; j < s.cols; ++j)
-                    scale[t * s.cols + j] = std::fabs(scale[t * s.cols + j]);
-                for (int32_t r : lists[t])
+            for (bool sparse : {false, true}) {
+                CAPTURE(sparse);
+                const auto lists = make_lists(s.rows, s.n_tok, 9, sparse);
+                const auto y0 = random_floats(static_cast<size_t>(s.cols * s.n_tok), 10);
+                auto op = [&](cpu_device& d, const pib_tensor& wt) {
+                    const pib_tensor ta = d.f32(s.rows, s.n_tok, a);
+                    const auto l = upload_lists(d, lists, s.rows);
+                    const pib_tensor ty = d.f32(s.cols, s.n_tok, y0, 7);
+                    REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &ty) == PIB_OK);
+                    return d.read_f32(ty);
+                };
+                // scale[t][j] = |y0| + sum over listed rows of |a * w|.
+                std::vector<double> scale(y0.begin(), y0.end());
+                for (int64_t t = 0; t < s.n_tok; ++t) {
                     for (int64_t j = 0; j < s.cols; ++j)
-                        scale[t * s.cols + j] += std::fabs(static_cast<double>(a[t * s.rows + r]) *
-                                                           q.values[r * s.cols + j]);
+                        scale[t * s.cols + j] = std::fabs(scale[t * s.cols + j]);
+                    for (int32_t r : lists[t])
+                        for (int64_t j = 0; j < s.cols; ++j)
+                            scale[t * s.cols + j] += std::fabs(
+                                static_cast<double>(a[t * s.rows + r]) * q.values[r * s.cols + j]);
+                }
+                cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
+                const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
+                check_against(type, want, scale, op, [&](cpu_device& d) {
+                    return d.raw(type, s.cols, s.rows, q.blocks.data(), 1);
+                });
             }
-            cpu_device oracle(1, 0, PIB_CPU_KERNELS_SCALAR);
-            const auto want = op(oracle, oracle.f32(s.cols, s.rows, q.values));
-            check_against(type, want, scale, op, [&](cpu_device& d) {
-                return d.raw(type, s.cols, s.rows, q.blocks.data(), 1);
-            });
         }
     }
 }
@@ -214,57 +222,61 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
             const quantized qt = quantize(type, cols, rows, 13);
             const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
             const auto a = random_floats(static_cast<size_t>(rows * n_tok), 15);
-            // Ascending lists, as select_active makes them: a descending one sums ffn_down_t's rows
-            // in another order when decoded alone.
-            auto lists = make_lists(rows, n_tok, 16);
-            for (auto& l : lists)
-                std::sort(l.begin(), l.end());
-            // Results of token t run in a batch of `n` tokens starting at `first`.
-            auto run = [&](cpu_device& d, int64_t first, int64_t n) {
-                const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
-                const pib_tensor wt = d.raw(type, cols, rows, qt.blocks.data());
-                const std::span<const float> xs(x.data() + first * cols,
-                                                static_cast<size_t>(n * cols));
-                const std::span<const float> as(a.data() + first * rows,
-                                                static_cast<size_t>(n * rows));
-                const pib_tensor tx = d.f32(cols, n, xs);
-                const pib_tensor ta = d.f32(rows, n, as);
-                const auto l = upload_lists(d,
-                                            std::vector<std::vector<int32_t>>(
-                                                lists.begin() + first, lists.begin() + first + n),
-                                            rows);
-                const pib_tensor dense = d.zeros_f32(rows, n);
-                const pib_tensor sparse = d.zeros_f32(rows, n);
-                const pib_tensor acc = d.zeros_f32(cols, n);
-                REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
-                REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) ==
-                        PIB_OK);
-                REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) == PIB_OK);
-                auto out = d.read_f32(dense);
-                for (const pib_tensor* t : {&sparse, &acc}) {
-                    const auto v = d.read_f32(*t);
-                    out.insert(out.end(), v.begin(), v.end());
-                }
-                return out;
-            };
-            for (int32_t level : fast_levels()) {
-                CAPTURE(type);
-                CAPTURE(cols);
-                CAPTURE(level);
-                cpu_device d(2, 0, level);
-                const auto batch = run(d, 0, n_tok);
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    CAPTURE(t);
-                    const auto alone = run(d, t, 1);
-                    std::vector<float> from_batch;
-                    const int64_t lens[] = {rows, rows, cols};
-                    int64_t base = 0;
-                    for (int64_t len : lens) {
-                        from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
-                                          batch.begin() + base + (t + 1) * len);
-                        base += len * n_tok;
+            for (bool sparse : {false, true}) {
+                // Ascending lists, as select_active makes them: a descending one sums ffn_down_t's
+                // rows in another order when decoded alone.
+                auto lists = make_lists(rows, n_tok, 16, sparse);
+                for (auto& l : lists)
+                    std::sort(l.begin(), l.end());
+                // Results of token t run in a batch of `n` tokens starting at `first`.
+                auto run = [&](cpu_device& d, int64_t first, int64_t n) {
+                    const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
+                    const pib_tensor wt = d.raw(type, cols, rows, qt.blocks.data());
+                    const std::span<const float> xs(x.data() + first * cols,
+                                                    static_cast<size_t>(n * cols));
+                    const std::span<const float> as(a.data() + first * rows,
+                                                    static_cast<size_t>(n * rows));
+                    const pib_tensor tx = d.f32(cols, n, xs);
+                    const pib_tensor ta = d.f32(rows, n, as);
+                    const auto l =
+                        upload_lists(d,
+                                     std::vector<std::vector<int32_t>>(lists.begin() + first,
+                                                                       lists.begin() + first + n),
+                                     rows);
+                    const pib_tensor dense = d.zeros_f32(rows, n);
+                    const pib_tensor sparse = d.zeros_f32(rows, n);
+                    const pib_tensor acc = d.zeros_f32(cols, n);
+                    REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
+                    REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) ==
+                            PIB_OK);
+                    REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) ==
+                            PIB_OK);
+                    auto out = d.read_f32(dense);
+                    for (const pib_tensor* t : {&sparse, &acc}) {
+                        const auto v = d.read_f32(*t);
+                        out.insert(out.end(), v.begin(), v.end());
                     }
-                    CHECK(bitwise_equal(alone, from_batch));
+                    return out;
+                };
+                for (int32_t level : fast_levels()) {
+                    CAPTURE(type);
+                    CAPTURE(cols);
+                    CAPTURE(level);
+                    cpu_device d(2, 0, level);
+                    const auto batch = run(d, 0, n_tok);
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        CAPTURE(t);
+                        const auto alone = run(d, t, 1);
+                        std::vector<float> from_batch;
+                        const int64_t lens[] = {rows, rows, cols};
+                        int64_t base = 0;
+                        for (int64_t len : lens) {
+                            from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
+                                              batch.begin() + base + (t + 1) * len);
+                            base += len * n_tok;
+                        }
+                        CHECK(bitwise_equal(alone, from_batch));
+                    }
                 }
             }
         }
