@@ -43,6 +43,7 @@ struct context {
     std::vector<int32_t> neuron_offsets, neuron_cursor, neuron_tokens;
     std::vector<float> neuron_coefs;
     std::vector<float> axpy_scratch; // one axpy_batch_scratch per column chunk
+    std::vector<double> rope_freq;   // rope's pair frequencies
     // The activations of a quantized product prepared for its weight type (prepare_q), one row
     // of blocks per token, and their scales; grow only, like the lists above.
     std::vector<cache_line> quant_x;
@@ -50,6 +51,13 @@ struct context {
     // Runs f inside this backend's arena so that parallel loops use exactly n_threads threads.
     template <class F> void run(F&& f) { arena->execute(std::forward<F>(f)); }
 };
+
+// v's storage for at least n elements: scratch that only grows, so that steady-state calls do
+// not allocate.
+template <class T> T* grown(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
 
 inline context* as_context(void* ctx) noexcept {
     return static_cast<context*>(ctx);

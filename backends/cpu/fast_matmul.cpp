@@ -72,11 +72,6 @@ void zero_rows(context& c, const view& y) {
     });
 }
 
-template <class T> T* grown(std::vector<T>& v, std::size_t n) {
-    if (v.size() < n) v.resize(n);
-    return v.data();
-}
-
 struct neuron_lists {
     const int32_t* offsets; // n_rows + 1 entries
     const int32_t* tokens;

@@ -49,21 +49,26 @@ int rope(context& c, const pib_tensor* x, const pib_tensor* pos, const pib_rope_
     const int32_t stride = p->mode == PIB_ROPE_NEOX ? 1 : 2;
     const int32_t partner = p->mode == PIB_ROPE_NEOX ? half : 1;
     const int32_t* positions = vp.row<const int32_t>(0);
-    // Tokens x blocks of heads; a block computes each pair's cos/sin once for all its heads.
-    parallel_2d(c, vx.ne1, p->n_head, 8, [&](int64_t t, int64_t h0, int64_t h1) {
-        float* row = vx.row<float>(t);
-        for (int32_t j = 0; j < half; ++j) {
-            const double theta = static_cast<double>(positions[t]) * p->freq_scale *
-                                 std::pow(static_cast<double>(p->freq_base),
-                                          -2.0 * j / static_cast<double>(p->n_rot));
-            const double cs = std::cos(theta);
-            const double sn = std::sin(theta);
-            for (int64_t h = h0; h < h1; ++h) {
-                float* head = row + h * p->head_dim;
-                const double x0 = head[j * stride];
-                const double x1 = head[j * stride + partner];
-                head[j * stride] = static_cast<float>(x0 * cs - x1 * sn);
-                head[j * stride + partner] = static_cast<float>(x0 * sn + x1 * cs);
+    // The pair frequencies once per call, each angle's cos/sin once per token for all heads:
+    // a decode step rotates a few thousand floats, less work than handing it to another thread.
+    double* freq = grown(c.rope_freq, static_cast<size_t>(half));
+    for (int32_t j = 0; j < half; ++j)
+        freq[j] =
+            std::pow(static_cast<double>(p->freq_base), -2.0 * j / static_cast<double>(p->n_rot));
+    parallel_1d(c, vx.ne1, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            float* row = vx.row<float>(t);
+            for (int32_t j = 0; j < half; ++j) {
+                const double theta = static_cast<double>(positions[t]) * p->freq_scale * freq[j];
+                const double cs = std::cos(theta);
+                const double sn = std::sin(theta);
+                for (int64_t h = 0; h < p->n_head; ++h) {
+                    float* head = row + h * p->head_dim;
+                    const double x0 = head[j * stride];
+                    const double x1 = head[j * stride + partner];
+                    head[j * stride] = static_cast<float>(x0 * cs - x1 * sn);
+                    head[j * stride + partner] = static_cast<float>(x0 * sn + x1 * cs);
+                }
             }
         }
     });

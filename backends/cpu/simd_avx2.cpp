@@ -112,6 +112,8 @@ struct avx2 {
         return dot(izero(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     }
 
+    // No compress store: select writes its indices one by one.
+    static constexpr bool compress_indices = false;
     // No 16-float table lookup in one instruction: blocks convert their codes.
     static constexpr bool table16 = false;
 

@@ -51,6 +51,14 @@ struct avx512 {
     static float sum(vec v) { return _mm512_reduce_add_ps(v); }
     static float first(vec v) { return _mm512_cvtss_f32(v); }
     static uint32_t ge_mask(vec a, vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+    // Writes c + k for the set bits k of `bits`, in ascending order, to out.
+    static constexpr bool compress_indices = true;
+    static void store_indices(int32_t* out, uint32_t bits, int64_t c) {
+        const __m512i idx = _mm512_add_epi32(
+            _mm512_set1_epi32(static_cast<int32_t>(c)),
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        _mm512_mask_compressstoreu_epi32(out, static_cast<__mmask16>(bits), idx);
+    }
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     static void prefetch_far(const void* p) {
         _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);

@@ -28,7 +28,8 @@
 // ones), pair_rows (the codes of rows a and a + 8 in register a, AVX-512; of row a, AVX2),
 // from_halves (a register of K blocks' eight lanes) and half_of (the eight floats of block k);
 // and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 + lane of a
-// word is set), srli, iand, ior, ixor, iset8, iset32, izero.
+// word is set), srli, iand, ior, ixor, iset8, iset32, izero, and table16: whether lookup16
+// (16 floats indexed by the low four bits of each lane) and iota (0 .. 15) exist.
 #include "cpu_simd.hpp"
 #include "quant/blocks.hpp"
 
