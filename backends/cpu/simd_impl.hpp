@@ -265,16 +265,18 @@ template <class V> struct impl {
         axpy_group<W, G, false>(w, cf, y, c0, c1, nullptr);
     }
 
-    // Quantized rows: NB blocks of y stay in registers while every listed row passes, so y is
-    // loaded and stored once per pass and each row's scale is converted once per block. The
-    // first pass also fetches each row's whole column range into L2 a few rows ahead, for the
-    // later passes and, in decode, for the scattered rows the hardware prefetchers miss.
+    // Quantized rows, a group of listed rows at a time: NB blocks of y stay in registers while
+    // the group's rows pass, so y is loaded and stored once per pass and each row's scale is
+    // converted once per block, and the group's pieces of rows stay in L1 from one pass to the
+    // next. The first pass of a group also fetches rows a few ahead, their whole column range,
+    // into L2: scattered rows are too short a run for the hardware prefetchers.
     static constexpr int axpy_block_registers = 8;
+    static constexpr int64_t axpy_group_rows = 32;
     static constexpr int64_t axpy_prefetch_rows = 8;
 
     template <class B, int NB, bool First>
-    static void axpy_pass(const weights& wt, const int32_t* rows, int64_t n, const float* a,
-                          float* y, uint64_t b, uint64_t b0, int64_t range) {
+    static void axpy_pass(const weights& wt, const int32_t* rows, int64_t n, int64_t listed,
+                          const float* a, float* y, uint64_t b, uint64_t b0, int64_t range) {
         constexpr int U = static_cast<int>(qk8_0 / L);
         float* yb = y + b * qk8_0;
         vec acc[NB * U];
@@ -283,7 +285,7 @@ template <class V> struct impl {
             acc[i] = V::load(yb + i * L);
         for (int64_t k = 0; k < n; ++k) {
             if constexpr (First) {
-                if (k + axpy_prefetch_rows < n)
+                if (k + axpy_prefetch_rows < listed)
                     prefetch_far_bytes(row<B>(wt, rows[k + axpy_prefetch_rows]) + b0, range);
             }
             const float v = a[rows[k]];
@@ -306,12 +308,13 @@ template <class V> struct impl {
 
     template <class B, int NB, bool First>
     static void axpy_pass_any(int nb, const weights& wt, const int32_t* rows, int64_t n,
-                              const float* a, float* y, uint64_t b, uint64_t b0, int64_t range) {
+                              int64_t listed, const float* a, float* y, uint64_t b, uint64_t b0,
+                              int64_t range) {
         if constexpr (NB > 1) {
             if (nb < NB)
-                return axpy_pass_any<B, NB - 1, First>(nb, wt, rows, n, a, y, b, b0, range);
+                return axpy_pass_any<B, NB - 1, First>(nb, wt, rows, n, listed, a, y, b, b0, range);
         }
-        axpy_pass<B, NB, First>(wt, rows, n, a, y, b, b0, range);
+        axpy_pass<B, NB, First>(wt, rows, n, listed, a, y, b, b0, range);
     }
 
     template <class B>
@@ -321,12 +324,16 @@ template <class V> struct impl {
         const uint64_t b0 = static_cast<uint64_t>(c0) / qk8_0;
         const uint64_t b1 = static_cast<uint64_t>(c1) / qk8_0;
         const auto range = static_cast<int64_t>((b1 - b0) * sizeof(B));
-        for (uint64_t b = b0; b < b1; b += NB) {
-            const int nb = static_cast<int>(lo(NB, static_cast<int64_t>(b1 - b)));
-            if (b == b0)
-                axpy_pass_any<B, NB, true>(nb, wt, rows, n, a, y, b, b0, range);
-            else
-                axpy_pass_any<B, NB, false>(nb, wt, rows, n, a, y, b, b0, range);
+        for (int64_t k0 = 0; k0 < n; k0 += axpy_group_rows) {
+            const int32_t* group = rows + k0;
+            const int64_t g = lo(axpy_group_rows, n - k0);
+            for (uint64_t b = b0; b < b1; b += NB) {
+                const int nb = static_cast<int>(lo(NB, static_cast<int64_t>(b1 - b)));
+                if (b == b0)
+                    axpy_pass_any<B, NB, true>(nb, wt, group, g, n - k0, a, y, b, b0, range);
+                else
+                    axpy_pass_any<B, NB, false>(nb, wt, group, g, n - k0, a, y, b, b0, range);
+            }
         }
     }
 

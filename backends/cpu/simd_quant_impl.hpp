@@ -764,7 +764,10 @@ template <class V> struct quant_impl {
             float k = static_cast<float>(-F::offset) * d;
             if constexpr (F::min) k = half(blk.m);
             if constexpr (V::table16 && !F::bits) {
-                const vec table = V::fma(V::set1(d), V::iota(), V::set1(k));
+                // Without a minimum, d * (j - offset) is exact: the same bits as the fma.
+                const vec table = F::min
+                                      ? V::fma(V::set1(d), V::iota(), V::set1(k))
+                                      : V::mul(V::set1(d), V::sub(V::iota(), V::set1(F::offset)));
                 const ivec bytes = V::widen_u8(blk.qs);
                 out[0] = V::lookup16(table, bytes);
                 out[1] = V::lookup16(table, V::srli(bytes, 4));

@@ -257,6 +257,16 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
                     const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
                     vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
                 });
+        // Dense mode's down projection on a sparse file: the accumulate over every row.
+        std::vector<int32_t> all_idx, all_count;
+        active_lists(ff, 1, 1.0, 7, all_idx, all_count);
+        const pib_tensor tai = b.scratch(pi::ggml_type::i32, ff, 1, all_idx.data());
+        const pib_tensor tac = b.scratch(pi::ggml_type::i32, 1, 1, all_count.data());
+        measure("axpy Q4_0 2048x5632 all rows", q4_bytes, all_copies,
+                static_cast<double>(q4_bytes), 0, [&](size_t off) {
+                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
+                    vt.axpy_sparse(b.ctx(), &tw, &ta, &tai, &tac, &tyd);
+                });
     }
 
     // Prompt batches: weights reused by every token, so count FLOPs.
