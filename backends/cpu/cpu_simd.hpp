@@ -91,13 +91,14 @@ struct attend_args {
 // padded so that they neither share L1 sets nor 4 KiB-alias each other, as y's rows (whole
 // multiples of 4 KiB apart for typical widths) would.
 // Rows are applied axpy_batch_group at a time, each token's columns loaded and stored once for
-// all the group's rows that list it; the scratch also holds, per token, those rows' coefficients
-// and a mark.
+// all the group's rows that list it; the scratch also holds, per token, those rows'
+// coefficients for each 32-column block of the column block, and a mark.
 inline constexpr int64_t axpy_batch_block = 128;
 inline constexpr int64_t axpy_batch_stride = axpy_batch_block + 16;
 inline constexpr int64_t axpy_batch_group = 8;
+inline constexpr int64_t axpy_batch_coefs = axpy_batch_group * (axpy_batch_block / 32);
 inline constexpr int64_t axpy_batch_scratch(int64_t n_tok) {
-    return n_tok * (axpy_batch_stride + axpy_batch_group + 2);
+    return n_tok * (axpy_batch_stride + axpy_batch_coefs + 2);
 }
 
 struct simd_kernels {

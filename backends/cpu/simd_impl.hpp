@@ -270,7 +270,7 @@ template <class V> struct impl {
     // converted once per block, and the group's pieces of rows stay in L1 from one pass to the
     // next. The first pass of a group also fetches rows a few ahead, their whole column range,
     // into L2: scattered rows are too short a run for the hardware prefetchers.
-    static constexpr int axpy_block_registers = 8;
+    static constexpr int axpy_block_registers = 16;
     static constexpr int64_t axpy_group_rows = 32;
     static constexpr int64_t axpy_prefetch_rows = 8;
 
@@ -290,15 +290,31 @@ template <class V> struct impl {
             }
             const float v = a[rows[k]];
             if (v == 0.0f) continue;
-            const vec av = V::set1(v);
             const B* r = row<B>(wt, rows[k]) + b;
-#pragma GCC unroll 8
-            for (int j = 0; j < NB; ++j) {
-                vec wv[U];
-                Q::block_floats(r[j], wv);
+            if constexpr (Q::template symmetric<B>) {
+                alignas(16) float cf[(NB + 3) / 4 * 4];
 #pragma GCC unroll 4
-                for (int u = 0; u < U; ++u)
-                    acc[j * U + u] = V::fma(av, wv[u], acc[j * U + u]);
+                for (int j = 0; j < NB; j += 4)
+                    Q::scaled_d(r + j, lo(4, NB - j), v, cf + j);
+#pragma GCC unroll 8
+                for (int j = 0; j < NB; ++j) {
+                    const vec cv = V::set1(cf[j]);
+                    vec qv[U];
+                    Q::block_codes(r[j], qv);
+#pragma GCC unroll 4
+                    for (int u = 0; u < U; ++u)
+                        acc[j * U + u] = V::fma(cv, qv[u], acc[j * U + u]);
+                }
+            } else {
+                const vec av = V::set1(v);
+#pragma GCC unroll 8
+                for (int j = 0; j < NB; ++j) {
+                    vec wv[U];
+                    Q::block_floats(r[j], wv);
+#pragma GCC unroll 4
+                    for (int u = 0; u < U; ++u)
+                        acc[j * U + u] = V::fma(av, wv[u], acc[j * U + u]);
+                }
             }
         }
 #pragma GCC unroll 8
@@ -372,13 +388,21 @@ template <class V> struct impl {
     }
 
     // dst[0 .. n) = columns [c0, c0 + n) of the row src as floats; returns the floats to read.
-    template <class W> static const float* widen(const W* src, int64_t c0, int64_t n, float* dst) {
+    // For a symmetric block format (Q::symmetric) the floats are the codes q - o and `scales`
+    // gets each block's d, as the accumulates scale them (see Q::scaled_d).
+    template <class W>
+    static const float* widen(const W* src, int64_t c0, int64_t n, float* dst, float* scales) {
         if constexpr (is_block<W>) {
             constexpr int U = static_cast<int>(qk8_0 / L);
             const W* blk = src + static_cast<uint64_t>(c0) / qk8_0;
             for (int64_t c = 0; c < n; c += qk8_0, ++blk) {
                 vec wv[U];
-                Q::block_floats(*blk, wv);
+                if constexpr (Q::template symmetric<W>) {
+                    Q::block_codes(*blk, wv);
+                    scales[c / qk8_0] = Q::half(blk->d);
+                } else {
+                    Q::block_floats(*blk, wv);
+                }
 #pragma GCC unroll 4
                 for (int u = 0; u < U; ++u)
                     V::store(dst + c + u * L, wv[u]);
@@ -410,10 +434,13 @@ template <class V> struct impl {
     }
 
     // y[c0 .. c0 + min(n, U L)) = fma(cf[g_k], w[g_k], ... fma(cf[g_0], w[g_0], y)) for the set
-    // bits g_0 < ... < g_k of `rows`, element by element, as axpy_group would one row at a time.
+    // bits g_0 < ... < g_k of `rows`, element by element, as axpy_group would one row at a time;
+    // cf holds each row's coefficient per 32-column block of the column block (blocks_per_row
+    // of them), from the block holding column c0 on.
     template <int U, bool Full>
     static void axpy_marked(uint32_t rows, const float* const* w, const float* cf, float* y,
                             int64_t c0, int64_t n) {
+        constexpr int64_t per_row = axpy_batch_block / qk8_0;
         auto lanes = [n](int u) { return Full ? L : lo(L, n - u * L > 0 ? n - u * L : 0); };
         auto load = [&](const float* p, int u) {
             return Full ? V::load(p + u * L) : V::load_n(p + u * L, lanes(u));
@@ -424,10 +451,10 @@ template <class V> struct impl {
             acc[u] = load(y + c0, u);
         for (; rows != 0; rows &= rows - 1u) {
             const int g = __builtin_ctz(rows);
-            const vec a = V::set1(cf[g]);
+            const float* a = cf + g * per_row + c0 / qk8_0;
 #pragma GCC unroll 16
             for (int u = 0; u < U; ++u)
-                acc[u] = V::fma(a, load(w[g] + c0, u), acc[u]);
+                acc[u] = V::fma(V::set1(a[u * L / qk8_0]), load(w[g] + c0, u), acc[u]);
         }
 #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
@@ -450,11 +477,19 @@ template <class V> struct impl {
         constexpr int U = 8;
         float* local = scratch;
         float* cf = scratch + n_tok * stride;
-        auto* marks = reinterpret_cast<uint32_t*>(cf + n_tok * G);
+        auto* marks = reinterpret_cast<uint32_t*>(cf + n_tok * axpy_batch_coefs);
         auto* touched = reinterpret_cast<int32_t*>(marks + n_tok);
         for (int64_t t = 0; t < n_tok; ++t)
             marks[t] = 0;
         alignas(64) float buf[G][block];
+        constexpr int64_t per_row = block / qk8_0;
+        float block_scales[G][per_row] = {};
+        constexpr bool scaled = [] {
+            if constexpr (is_block<W>)
+                return Q::template symmetric<W>;
+            else
+                return false;
+        }();
         for (int64_t b0 = c0; b0 < c1; b0 += block) {
             const int64_t n = lo(block, c1 - b0);
             for (int64_t t = 0; t < n_tok; ++t)
@@ -470,12 +505,15 @@ template <class V> struct impl {
                 for (int64_t i = i0; i < i1; ++i) {
                     if (offsets[i] == offsets[i + 1]) continue;
                     const int g = static_cast<int>(i - i0);
-                    src[g] = widen(row<W>(wt, i), b0, n, buf[g]);
+                    src[g] = widen(row<W>(wt, i), b0, n, buf[g], block_scales[g]);
                     for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e) {
                         const int32_t t = tokens[e];
                         if (marks[t] == 0) touched[n_touched++] = t;
                         marks[t] |= 1u << g;
-                        cf[t * G + g] = coefs[e];
+                        // As Q::scaled_d rounds them, block by block, for symmetric formats.
+                        float* a = cf + t * axpy_batch_coefs + g * per_row;
+                        for (int64_t j = 0; j < per_row; ++j)
+                            a[j] = scaled ? coefs[e] * block_scales[g][j] : coefs[e];
                     }
                 }
                 for (int64_t k = 0; k < n_touched; ++k) {
@@ -483,8 +521,11 @@ template <class V> struct impl {
                     float* yt = local + t * stride;
                     int64_t c = 0;
                     for (; c + U * L <= n; c += U * L)
-                        axpy_marked<U, true>(marks[t], src, cf + t * G, yt, c, U * L);
-                    if (c < n) axpy_marked<U, false>(marks[t], src, cf + t * G, yt, c, n - c);
+                        axpy_marked<U, true>(marks[t], src, cf + t * axpy_batch_coefs, yt, c,
+                                             U * L);
+                    if (c < n)
+                        axpy_marked<U, false>(marks[t], src, cf + t * axpy_batch_coefs, yt, c,
+                                              n - c);
                     marks[t] = 0;
                 }
             }

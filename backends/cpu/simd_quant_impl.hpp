@@ -748,6 +748,56 @@ template <class V> struct quant_impl {
 
     // ---- dequantized blocks, for the accumulates of simd_impl.hpp ----
 
+    // Formats whose values are d * (q - o), without a minimum. Their accumulates add
+    // (a * d) * (q - o), with a * d rounded once per block, to scale each code by one product:
+    // the codes then convert without the block's scale (see block_codes and scaled_d).
+    template <class B> static constexpr bool symmetric = !fmt<B>::min;
+    // o: the offset of the stored codes (Q8_0's are signed already).
+    template <class B>
+    static constexpr int code_offset = sizeof(B::qs) == qk8_0 ? 0 : fmt<B>::offset;
+
+    // The block's 32 codes minus their offset, exact as floats, L per register; a symmetric
+    // format's only.
+    template <class B> static void block_codes(const B& blk, vec (&out)[qk8_0 / L]) {
+        using F = fmt<B>;
+        constexpr int U = static_cast<int>(qk8_0 / L);
+        constexpr auto o = static_cast<float>(code_offset<B>);
+        if constexpr (sizeof(blk.qs) == qk8_0) {
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u)
+                out[u] = V::cvt(V::widen_i8(blk.qs + u * L));
+        } else if constexpr (V::table16 && !F::bits) {
+            const vec table = V::sub(V::iota(), V::set1(o));
+            const ivec bytes = V::widen_u8(blk.qs);
+            out[0] = V::lookup16(table, bytes);
+            out[1] = V::lookup16(table, V::srli(bytes, 4));
+        } else {
+            uint32_t qh = 0;
+            if constexpr (F::bits) __builtin_memcpy(&qh, blk.qh, sizeof(qh));
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u) {
+                const int e = u * static_cast<int>(L);
+                const ivec bytes = V::widen_u8(blk.qs + e % 16);
+                ivec q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
+                if constexpr (F::bits) q = V::ior(q, V::lane_bits(qh, e));
+                out[u] = V::sub(V::cvt(q), V::set1(o));
+            }
+        }
+    }
+
+    // out[j] = a * d of block j, j < n <= 4, each rounded once: four scales in one conversion.
+    template <class B> static void scaled_d(const B* blk, int n, float a, float* out) {
+        uint64_t h = 0;
+        for (int j = 0; j < n; ++j)
+            h |= static_cast<uint64_t>(blk[j].d) << (16 * j);
+        const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h)));
+        _mm_storeu_ps(out, _mm_mul_ps(d, _mm_set1_ps(a)));
+        // Each block broadcasts its product straight from memory, a load; from the register
+        // the compiler would keep, every lane would cost a shuffle on the port that the code
+        // lookups already keep busy.
+        __asm__("" : "+m"(*reinterpret_cast<float(*)[4]>(out)));
+    }
+
     // The block's 32 values as floats d * q + k, L per register, with k = m, or
     // k = -offset * d (exact) so that d * (q - offset) is rounded once. Where V can index a
     // 16-float table by the low four bits of each lane, a 4-bit block computes its 16 possible

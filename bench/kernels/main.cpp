@@ -221,6 +221,11 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
     // The arena's F16 patterns read as blocks give finite scales and random codes.
     matvec("mat-vec Q4_0 2048x5632", pi::ggml_type::q4_0, d, ff);
     matvec("mat-vec Q8_0 2048x5632", pi::ggml_type::q8_0, d, ff);
+    // The shapes of a Q4_0 bench model's decode besides the FFN: Q and O, K and V and the
+    // predictor's fc1, the predictor's fc2.
+    matvec("mat-vec Q4_0 2048x2048", pi::ggml_type::q4_0, d, d);
+    matvec("mat-vec Q4_0 2048x256", pi::ggml_type::q4_0, d, 256);
+    matvec("mat-vec Q4_0 256x5632", pi::ggml_type::q4_0, 256, ff);
 
     // Row-sparse mat-vec over 10% of ffn_up's rows, and the column-sparse accumulate over the
     // same share of ffn_down_t's rows: the bytes are those of the active rows.
