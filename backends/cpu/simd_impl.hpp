@@ -285,7 +285,8 @@ template <class V> struct impl {
             acc[i] = V::load(yb + i * L);
         for (int64_t k = 0; k < n; ++k) {
             if constexpr (First) {
-                if (k + axpy_prefetch_rows < listed)
+                // Rows whose coefficient is zero are skipped below: never fetched.
+                if (k + axpy_prefetch_rows < listed && a[rows[k + axpy_prefetch_rows]] != 0.0f)
                     prefetch_far_bytes(row<B>(wt, rows[k + axpy_prefetch_rows]) + b0, range);
             }
             const float v = a[rows[k]];
