@@ -17,7 +17,9 @@ using namespace pi;
 
 namespace {
 
-bool have_vocab() { return test::require_data_file("ggml-vocab-llama-spm.gguf"); }
+bool have_vocab() {
+    return test::require_data_file("ggml-vocab-llama-spm.gguf");
+}
 
 std::string model_file(const std::string& name, bool sparse, float noise = 0.0f, bool f16 = false) {
     static const std::string dir = test::scratch_dir("engine");
@@ -58,19 +60,22 @@ std::vector<float> last_logits(const model& m) {
 
 float max_abs(const std::vector<float>& v) {
     float r = 0;
-    for (float x : v) r = std::max(r, std::abs(x));
+    for (float x : v)
+        r = std::max(r, std::abs(x));
     return r;
 }
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b) {
     float r = 0;
-    for (size_t i = 0; i < a.size(); ++i) r = std::max(r, std::abs(a[i] - b[i]));
+    for (size_t i = 0; i < a.size(); ++i)
+        r = std::max(r, std::abs(a[i] - b[i]));
     return r;
 }
 
 } // namespace
 
-TEST_CASE("with an exact predictor, sparse and dense files of one seed give the same greedy tokens") {
+TEST_CASE(
+    "with an exact predictor, sparse and dense files of one seed give the same greedy tokens") {
     if (!have_vocab()) return;
     const auto sparse = model::load(model_file("sparse.gguf", true), load_options{});
     const auto dense = model::load(model_file("dense.gguf", false), load_options{});
@@ -112,7 +117,8 @@ TEST_CASE("greedy generation is deterministic across runs and thread counts") {
 TEST_CASE("batched prompt processing gives the logits of token-by-token decoding") {
     if (!have_vocab()) return;
     for (bool sparse : {true, false}) {
-        const auto m = model::load(model_file(sparse ? "sparse.gguf" : "dense.gguf", sparse), load_options{});
+        const auto m =
+            model::load(model_file(sparse ? "sparse.gguf" : "dense.gguf", sparse), load_options{});
         context_options co;
         co.n_ctx = 32;
         co.kv_f16 = false;
@@ -138,7 +144,8 @@ TEST_CASE("the sparse path computes about a tenth of the FFN neurons") {
     ctx.decode(batch_view{prompt, {}, {}});
     const run_stats& s = ctx.stats();
     REQUIRE(s.ffn_total_neurons > 0);
-    const double frac = static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
+    const double frac =
+        static_cast<double>(s.ffn_active_neurons) / static_cast<double>(s.ffn_total_neurons);
     CHECK(frac > 0.03);
     CHECK(frac < 0.2);
     CHECK(s.n_prompt_tokens == prompt.size());
@@ -152,7 +159,8 @@ TEST_CASE("bad batches are rejected with a reason and leave the context usable")
     co.n_batch = 4;
     context ctx(*m, co);
     const std::vector<int32_t> bad_token = {1, 32000};
-    CHECK_THROWS_WITH_AS(ctx.decode(batch_view{bad_token, {}, {}}), doctest::Contains("32000"), error);
+    CHECK_THROWS_WITH_AS(ctx.decode(batch_view{bad_token, {}, {}}), doctest::Contains("32000"),
+                         error);
     const std::vector<int32_t> five = {1, 2, 3, 4, 5};
     CHECK_THROWS_WITH_AS(ctx.decode(batch_view{five, {}, {}}), doctest::Contains("n_batch"), error);
     const std::vector<int32_t> two = {1, 2};
@@ -242,7 +250,8 @@ TEST_CASE("generate stops at max tokens, at a stop string and when the callback 
     const generate_result r = generate(ctx, "Once upon a time", o);
     CHECK(r.reason == stop_reason::max_tokens);
     CHECK(r.n_generated_tokens == 6);
-    CHECK(r.n_prompt_tokens == static_cast<int32_t>(m->vocab().encode("Once upon a time", true).size()));
+    CHECK(r.n_prompt_tokens ==
+          static_cast<int32_t>(m->vocab().encode("Once upon a time", true).size()));
     REQUIRE(text.size() > 2);
 
     // A stop string taken from the middle of the greedy text ends generation before it.
@@ -297,12 +306,14 @@ TEST_CASE("cancel from another thread stops a long generation") {
     o.on_text = [](const char*, size_t, void* u) {
         auto* st = static_cast<shared_state*>(u);
         if (++st->pieces == 3)
-            while (!st->cancel_sent.load()) std::this_thread::yield();
+            while (!st->cancel_sent.load())
+                std::this_thread::yield();
         return true;
     };
     o.user_data = &state;
     std::thread canceller([&] {
-        while (state.pieces.load() < 3) std::this_thread::yield();
+        while (state.pieces.load() < 3)
+            std::this_thread::yield();
         ctx.cancel();
         state.cancel_sent = true;
     });
@@ -312,7 +323,8 @@ TEST_CASE("cancel from another thread stops a long generation") {
     CHECK(r.n_generated_tokens >= 3);
 }
 
-TEST_CASE("the predictor audit reports perfect recall for the exact predictor and less for a noisy one") {
+TEST_CASE(
+    "the predictor audit reports perfect recall for the exact predictor and less for a noisy one") {
     if (!have_vocab()) return;
     context_options co;
     co.audit_predictor = true;
@@ -324,7 +336,8 @@ TEST_CASE("the predictor audit reports perfect recall for the exact predictor an
         CHECK(a.tokens == prompt.size());
         REQUIRE(a.true_active > 0);
         CHECK(a.true_positive == a.true_active);
-        CHECK(static_cast<double>(a.true_positive) / static_cast<double>(a.predicted_active) > 0.99);
+        CHECK(static_cast<double>(a.true_positive) / static_cast<double>(a.predicted_active) >
+              0.99);
     }
     const auto noisy = model::load(model_file("noisy.gguf", true, 0.5f), load_options{});
     context c2(*noisy, co);
@@ -347,11 +360,40 @@ TEST_CASE("decode statistics count the bytes a sparse token reads, fewer than a 
     context cs(*ms, context_options{}), cd(*md, context_options{});
     for (context* c : {&cs, &cd}) {
         c->decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
-        for (size_t i = 4; i < prompt.size(); ++i) c->decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
+        for (size_t i = 4; i < prompt.size(); ++i)
+            c->decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
         CHECK(c->stats().n_decode_tokens == 4);
         CHECK(c->stats().decode_bytes > 0);
     }
     CHECK(cs.stats().decode_bytes < cd.stats().decode_bytes);
+}
+
+TEST_CASE("a dense decode step on a sparse file counts only the ffn_down_t rows with a nonzero "
+          "activation") {
+    if (!have_vocab()) return;
+    load_options dense;
+    dense.force_dense = true;
+    const auto md = model::load(model_file("sparse.gguf", true), dense);
+    context cd(*md, context_options{});
+    cd.decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
+    for (size_t i = 4; i < prompt.size(); ++i)
+        cd.decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
+    auto bytes = [](const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * t.ne1; };
+    const hparams& h = md->hp();
+    // What the steps read if every row of ffn_down_t were read: step k sees 5 + k cache cells.
+    uint64_t every_row = 0, down_t = 0;
+    for (uint64_t cells = 5; cells <= prompt.size(); ++cells) {
+        every_row += bytes(md->output()) + bytes(md->output_norm()) + md->token_embd().nb1;
+        for (const layer_weights& w : md->layers()) {
+            every_row += bytes(w.attn_norm) + bytes(w.wq) + bytes(w.wk) + bytes(w.wv) +
+                         bytes(w.wo) + 2 * cells * row_bytes(ggml_type::f16, h.n_embd_kv()) +
+                         bytes(w.ffn_norm) + bytes(w.up) + bytes(w.gate) + bytes(w.down_t);
+            down_t += bytes(w.down_t);
+        }
+    }
+    // The ReLU zeroes most activations, and the accumulate skips their rows.
+    CHECK(cd.stats().decode_bytes < every_row - down_t / 2);
+    CHECK(cd.stats().decode_bytes > every_row - down_t);
 }
 
 TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the F32 logits") {
@@ -359,7 +401,8 @@ TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the
     const std::string f32 = model_file("sparse.gguf", true);
     const auto reference = last_logits(*model::load(f32, load_options{}));
     const float scale = max_abs(reference);
-    for (auto [type, tolerance] : {std::pair{ggml_type::q8_0, 0.05f}, std::pair{ggml_type::q4_0, 0.5f}}) {
+    for (auto [type, tolerance] :
+         {std::pair{ggml_type::q8_0, 0.05f}, std::pair{ggml_type::q4_0, 0.5f}}) {
         CAPTURE(static_cast<int>(type));
         quantize_options q;
         q.type = type;
