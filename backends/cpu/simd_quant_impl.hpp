@@ -756,32 +756,46 @@ template <class V> struct quant_impl {
     template <class B>
     static constexpr int code_offset = sizeof(B::qs) == qk8_0 ? 0 : fmt<B>::offset;
 
+    // The 32 codes of a 4- or 5-bit block as integers, L per register: elements 0 .. 15 are the
+    // low nibbles of qs, 16 .. 31 the high ones, and bit e of qh is element e's fifth bit.
+    template <class B> static void block_ints(const B& blk, ivec (&q)[qk8_0 / L]) {
+        constexpr int U = static_cast<int>(qk8_0 / L);
+        uint32_t qh = 0;
+        if constexpr (fmt<B>::bits) __builtin_memcpy(&qh, blk.qh, sizeof(qh));
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            const int e = u * static_cast<int>(L);
+            const ivec bytes = V::widen_u8(blk.qs + e % 16);
+            q[u] = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
+            if constexpr (fmt<B>::bits) q[u] = V::ior(q[u], V::lane_bits(qh, e));
+        }
+    }
+
+    // Where V can index a 16-float table by the low four bits of each lane, a 4-bit block's
+    // values are looked up: out[0] from the low nibbles, out[1] from the high ones.
+    template <class B> static void lookup_nibbles(const B& blk, vec table, vec (&out)[qk8_0 / L]) {
+        const ivec bytes = V::widen_u8(blk.qs);
+        out[0] = V::lookup16(table, bytes);
+        out[1] = V::lookup16(table, V::srli(bytes, 4));
+    }
+
     // The block's 32 codes minus their offset, exact as floats, L per register; a symmetric
     // format's only.
     template <class B> static void block_codes(const B& blk, vec (&out)[qk8_0 / L]) {
-        using F = fmt<B>;
         constexpr int U = static_cast<int>(qk8_0 / L);
         constexpr auto o = static_cast<float>(code_offset<B>);
         if constexpr (sizeof(blk.qs) == qk8_0) {
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u)
                 out[u] = V::cvt(V::widen_i8(blk.qs + u * L));
-        } else if constexpr (V::table16 && !F::bits) {
-            const vec table = V::sub(V::iota(), V::set1(o));
-            const ivec bytes = V::widen_u8(blk.qs);
-            out[0] = V::lookup16(table, bytes);
-            out[1] = V::lookup16(table, V::srli(bytes, 4));
+        } else if constexpr (V::table16 && !fmt<B>::bits) {
+            lookup_nibbles(blk, V::sub(V::iota(), V::set1(o)), out);
         } else {
-            uint32_t qh = 0;
-            if constexpr (F::bits) __builtin_memcpy(&qh, blk.qh, sizeof(qh));
+            ivec q[U];
+            block_ints(blk, q);
 #pragma GCC unroll 4
-            for (int u = 0; u < U; ++u) {
-                const int e = u * static_cast<int>(L);
-                const ivec bytes = V::widen_u8(blk.qs + e % 16);
-                ivec q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
-                if constexpr (F::bits) q = V::ior(q, V::lane_bits(qh, e));
-                out[u] = V::sub(V::cvt(q), V::set1(o));
-            }
+            for (int u = 0; u < U; ++u)
+                out[u] = V::sub(V::cvt(q[u]), V::set1(o));
         }
     }
 
@@ -798,42 +812,21 @@ template <class V> struct quant_impl {
         __asm__("" : "+m"(*reinterpret_cast<float(*)[4]>(out)));
     }
 
-    // The block's 32 values as floats d * q + k, L per register, with k = m, or
-    // k = -offset * d (exact) so that d * (q - offset) is rounded once. Where V can index a
-    // 16-float table by the low four bits of each lane, a 4-bit block computes its 16 possible
-    // values once (the same fma, so the same bits) and looks its codes up.
+    // The values d * q + m of a block of a format with a minimum (Q4_1, Q5_1) as floats, L per
+    // register. A 4-bit block computes its 16 possible values once (the same fma, so the same
+    // bits) and looks its codes up where V can.
     template <class B> static void block_floats(const B& blk, vec (&out)[qk8_0 / L]) {
-        using F = fmt<B>;
+        static_assert(fmt<B>::min);
         constexpr int U = static_cast<int>(qk8_0 / L);
-        const float d = half(blk.d);
-        if constexpr (sizeof(blk.qs) == 32) {
+        const vec d = V::set1(half(blk.d)), m = V::set1(half(blk.m));
+        if constexpr (V::table16 && !fmt<B>::bits) {
+            lookup_nibbles(blk, V::fma(d, V::iota(), m), out);
+        } else {
+            ivec q[U];
+            block_ints(blk, q);
 #pragma GCC unroll 4
             for (int u = 0; u < U; ++u)
-                out[u] = V::fma(V::set1(d), V::cvt(V::widen_i8(blk.qs + u * L)), V::zero());
-        } else {
-            float k = static_cast<float>(-F::offset) * d;
-            if constexpr (F::min) k = half(blk.m);
-            if constexpr (V::table16 && !F::bits) {
-                // Without a minimum, d * (j - offset) is exact: the same bits as the fma.
-                const vec table = F::min
-                                      ? V::fma(V::set1(d), V::iota(), V::set1(k))
-                                      : V::mul(V::set1(d), V::sub(V::iota(), V::set1(F::offset)));
-                const ivec bytes = V::widen_u8(blk.qs);
-                out[0] = V::lookup16(table, bytes);
-                out[1] = V::lookup16(table, V::srli(bytes, 4));
-            } else {
-                uint32_t qh = 0;
-                if constexpr (F::bits) __builtin_memcpy(&qh, blk.qh, sizeof(qh));
-#pragma GCC unroll 4
-                for (int u = 0; u < U; ++u) {
-                    // Elements 0 .. 15 are the low nibbles of qs, 16 .. 31 the high ones.
-                    const int e = u * static_cast<int>(L);
-                    const ivec bytes = V::widen_u8(blk.qs + e % 16);
-                    ivec q = e < 16 ? V::iand(bytes, V::iset32(15)) : V::srli(bytes, 4);
-                    if constexpr (F::bits) q = V::ior(q, V::lane_bits(qh, e));
-                    out[u] = V::fma(V::set1(d), V::cvt(q), V::set1(k));
-                }
-            }
+                out[u] = V::fma(d, V::cvt(q[u]), m);
         }
     }
 };
