@@ -173,8 +173,7 @@ TEST_CASE("Q8_0 quantizes hand-computed blocks exactly, halves away from zero") 
 
 TEST_CASE("dequantizers decode hand-written blocks exactly") {
     SUBCASE("Q4_0: (q - 8) * d") {
-        bytes b = {0x00, 0x40, 0x80, 0x91};
-        b.resize(18, 0x88);
+        const bytes b = with_tail({0x00, 0x40, 0x80, 0x91}, 18, 0x88);
         const std::vector<float> y = dequantize(ggml_type::q4_0, b);
         CHECK(y[0] == -16.0f); // low nibble 0
         CHECK(y[16] == 0.0f);  // high nibble 8
@@ -183,8 +182,7 @@ TEST_CASE("dequantizers decode hand-written blocks exactly") {
         CHECK(y[15] == 0.0f);
     }
     SUBCASE("Q4_1: q * d + m") {
-        bytes b = {0x00, 0x38, 0x00, 0xBC, 0xF0};
-        b.resize(20, 0x00);
+        const bytes b = with_tail({0x00, 0x38, 0x00, 0xBC, 0xF0}, 20, 0x00);
         const std::vector<float> y = dequantize(ggml_type::q4_1, b);
         CHECK(y[0] == -1.0f);
         CHECK(y[16] == 6.5f);
@@ -195,8 +193,7 @@ TEST_CASE("dequantizers decode hand-written blocks exactly") {
         CHECK(dequantize(ggml_type::q5_1, quantize(ggml_type::q5_1, ramp(-1, 0.25f))) ==
               ramp(-1, 0.25f));
         // qh bit e is element e's fifth bit, whatever the nibble
-        bytes b = {0x00, 0x3C, 0x01, 0x00, 0x01, 0x80};
-        b.resize(22, 0x00);
+        const bytes b = with_tail({0x00, 0x3C, 0x01, 0x00, 0x01, 0x80}, 22, 0x00);
         const std::vector<float> y = dequantize(ggml_type::q5_0, b);
         CHECK(y[0] == 0.0f);   // 16 - 16
         CHECK(y[1] == -16.0f); // 0 - 16
@@ -205,8 +202,7 @@ TEST_CASE("dequantizers decode hand-written blocks exactly") {
         CHECK(y[30] == -16.0f);
     }
     SUBCASE("Q8_0: q * d") {
-        bytes b = {0x00, 0xC0, 0x7F, 0x81, 0x01};
-        b.resize(34, 0x00);
+        const bytes b = with_tail({0x00, 0xC0, 0x7F, 0x81, 0x01}, 34, 0x00);
         const std::vector<float> y = dequantize(ggml_type::q8_0, b);
         CHECK(y[0] == -254.0f);
         CHECK(y[1] == 254.0f);
