@@ -113,8 +113,9 @@ struct simd_kernels {
                            const int32_t* tokens, f32_rows x, f32_rows_out y);
     // y[c0 .. c1) += a[rows[k]] * wt[rows[k]][c0 .. c1) for k = 0 .. n-1 in order, skipping
     // zero coefficients; every element is one FMA chain starting from its old value. Any weight
-    // type; quantized rows are dequantized to floats first (d * q, or d * q + m) and need c0 and
-    // c1 multiples of 32.
+    // type; quantized rows need c0 and c1 multiples of 32. Each FMA multiplies a by the value
+    // (F32, F16, and d * q + m for Q4_1 and Q5_1), except for the formats without a minimum
+    // (Q4_0, Q5_0, Q8_0), where it multiplies a * d, rounded once per block, by q - o.
     void (*axpy_rows)(const weights& wt, const int32_t* rows, int64_t n, const float* a, float* y,
                       int64_t c0, int64_t c1);
     // Neuron-major column-sparse accumulate: for each row i in [0, n_rows) in order and each
