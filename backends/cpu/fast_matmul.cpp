@@ -181,10 +181,12 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
     for (int64_t t = 0; t < a.ne1; ++t)
         entries += counts[t];
     // Token by token while few rows are listed per token (decode, sparse prompts): a task keeps
-    // its column block of each listed row in registers while the rows pass, and in a prompt finds
+    // blocks of its columns of y in registers while the listed rows pass, and in a prompt finds
     // the rows of earlier tokens in L2. With many rows per token the neuron-major kernel below
     // converts each row block once for all its tokens (measured crossover: about a quarter of
-    // the rows). Both apply a token's rows in list order, so they give the same bits.
+    // the rows). The first applies a token's rows in list order, the second in ascending row
+    // order: for ascending lists without repeats, as select_active makes them, they give the same
+    // bits, so a token gets the same result alone and in any batch.
     if (a.ne1 == 1 || entries * 4 < a.ne1 * wt.ne1) {
         // In decode a task reads its column block of every listed row: two blocks per thread
         // keep those pieces long (measured: about 1.5x the bandwidth of four).

@@ -57,7 +57,11 @@ struct avx512 {
         const __m512i idx = _mm512_add_epi32(
             _mm512_set1_epi32(static_cast<int32_t>(c)),
             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-        _mm512_mask_compressstoreu_epi32(out, static_cast<__mmask16>(bits), idx);
+        // Compressed in a register, then stored: a compressing store to memory is microcoded
+        // and slow on some CPUs (AMD Zen 4).
+        const auto keep = static_cast<__mmask16>(bits);
+        _mm512_mask_storeu_epi32(out, static_cast<__mmask16>((1u << __builtin_popcount(bits)) - 1u),
+                                 _mm512_maskz_compress_epi32(keep, idx));
     }
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     static void prefetch_far(const void* p) {

@@ -436,8 +436,8 @@ template <class V> struct impl {
 
     // y[c0 .. c0 + min(n, U L)) = fma(cf[g_k], w[g_k], ... fma(cf[g_0], w[g_0], y)) for the set
     // bits g_0 < ... < g_k of `rows`, element by element, as axpy_group would one row at a time;
-    // cf holds each row's coefficient per 32-column block of the column block (blocks_per_row
-    // of them), from the block holding column c0 on.
+    // cf holds each row's coefficient per 32-column block of the column block (per_row of
+    // them), from the block holding column c0 on.
     template <int U, bool Full>
     static void axpy_marked(uint32_t rows, const float* const* w, const float* cf, float* y,
                             int64_t c0, int64_t n) {

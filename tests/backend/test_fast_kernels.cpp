@@ -414,9 +414,14 @@ TEST_CASE("a token gets the same bits from the fast kernels decoded alone or ins
     const auto a = random_floats(static_cast<size_t>(rows * n_tok), 52);
     // Ascending lists, as select_active makes them; the batch's axpy_sparse is neuron-major
     // with the first (over a quarter of the rows per token) and token-major with the second.
-    for (const char* kinds : {"sAsesss", "sesesss"}) {
+    for (const char* kinds : {"sAsesss", "sesesee"}) {
         CAPTURE(kinds);
         const auto lists = make_lists(rows, kinds, 53);
+        size_t entries = 0;
+        for (const auto& l : lists)
+            entries += l.size();
+        const bool token_major = std::string(kinds) == "sesesee";
+        REQUIRE((entries * 4 < static_cast<size_t>(n_tok * rows)) == token_major);
         const std::vector<int32_t> positions = {0, 1, 2, 3, 4, 5, 6};
         const pib_attention_params ap{2, 2, cols / 2, static_cast<int32_t>(n_tok), 0.3f};
         for (int32_t level : fast_levels()) {

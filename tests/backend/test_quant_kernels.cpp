@@ -223,6 +223,7 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
             const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
             const auto a = random_floats(static_cast<size_t>(rows * n_tok), 15);
             for (bool sparse : {false, true}) {
+                CAPTURE(sparse);
                 // Ascending lists, as select_active makes them: a descending one sums ffn_down_t's
                 // rows in another order when decoded alone.
                 auto lists = make_lists(rows, n_tok, 16, sparse);

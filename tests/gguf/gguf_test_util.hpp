@@ -15,7 +15,8 @@
 
 // GCC 12 reports out-of-bounds writes in std::vector's growth path once these appends are
 // inlined into a test (false positives of its -Warray-bounds and -Wstringop-overflow, fixed in
-// GCC 13).
+// GCC 13). The warnings are reported at the standard library's lines, so they stay off for the
+// rest of each including test file.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic ignored "-Warray-bounds"
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
