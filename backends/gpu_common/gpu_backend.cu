@@ -1,8 +1,9 @@
 // The GPU backend's vtable: device facts, device-memory buffers, the stream, the fault flag,
 // and the door from the C function pointers to the kernels.
-#include "gpu_backend.hpp"
-#include "gpu_kernels.hpp"
 #include "backend/tensor_extent.h"
+#include "gpu_backend.hpp"
+#include "gpu_dispatch.hpp"
+#include "gpu_kernels.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -76,9 +77,11 @@ int device_info(context& c, pib_device_info* out) {
     out->memory_total = total;
     out->memory_free = free_bytes;
     out->host_visible = 0;
+    // The types the element-wise kernels dispatch on: every kernel reads those.
     out->weight_types = 0;
-    for (const uint32_t t : {type_f32, type_f16, type_q4_0, type_q8_0})
-        out->weight_types |= PIB_TYPE_BIT(t);
+    for (uint32_t t = 0; t < 64; ++t)
+        if (with_weight_elements(t, [](auto) { return PIB_OK; }) == PIB_OK)
+            out->weight_types |= PIB_TYPE_BIT(t);
     return PIB_OK;
 }
 

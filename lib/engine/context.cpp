@@ -201,7 +201,6 @@ context::context(const model& m, const context_options& options) : model_(m), op
     pos_host_.resize(static_cast<size_t>(B));
     out_rows_host_.resize(static_cast<size_t>(B));
     counts_host_.resize(static_cast<size_t>(B));
-    if (m.sparse_file()) dense_act_host_.resize(static_cast<size_t>(h.n_ff));
     logits_.resize(static_cast<size_t>(B) * static_cast<size_t>(h.n_vocab));
     logits_row_of_token_.assign(static_cast<size_t>(B), -1);
     if (off) {
@@ -644,10 +643,8 @@ void context::ffn_block(size_t il, int32_t n) {
             // The accumulate over ffn_down_t skips the rows whose activation is zero (most of
             // them after a ReLU) and never reads them.
             dv.run("synchronize", &pib_vtable::synchronize);
-            dv.download(arena_, a.u.offset, dense_act_host_.data(),
-                        sizeof(float) * dense_act_host_.size());
-            const auto read = std::count_if(dense_act_host_.begin(), dense_act_host_.end(),
-                                            [](float v) { return v != 0.0f; });
+            const auto* act = reinterpret_cast<const float*>(host_base_ + a.u.offset);
+            const auto read = std::count_if(act, act + h.n_ff, [](float v) { return v != 0.0f; });
             down = static_cast<uint64_t>(read) * w.down_t.nb1;
         }
         stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.up) + bytes_of(w.gate) + down;

@@ -125,7 +125,6 @@ class context {
     std::vector<int32_t> pos_host_;    // scratch for positions of a batch
     std::vector<int32_t> out_rows_host_;
     std::vector<int32_t> counts_host_;
-    std::vector<float> dense_act_host_; // [n_ff] a dense decode step's activations, for its stats
     std::vector<float> logits_;         // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;

@@ -75,52 +75,51 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         const bool exact_types = type == ggml_type::f32 || type == ggml_type::f16;
         const float tolerance = (exact_types ? 1e-3f : 5e-2f) * scale;
         // All neurons hot for F16 (layers wholly on the device), 40% for the quantized models.
-        for (double fraction : {type == ggml_type::f16 ? 1.0 : 0.4}) {
-            CAPTURE(fraction);
-            auto dev = gpusim();
-            REQUIRE(dev);
-            pib_device_info info{};
-            REQUIRE(dev->vt().device_info(dev->ctx(), &info) == PIB_OK);
-            offload_request r;
-            r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
-            r.reset_gpu_index = true;
-            r.kv_n_ctx = 64;
-            const planner::plan_input in =
-                plan_input_for(*m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
-            uint64_t fixed = in.scratch_bytes + in.output_bytes +
-                             in.kv_bytes_per_layer * in.layers.size(),
-                     ffn = 0;
-            for (const auto& l : in.layers) {
-                fixed += l.attn_bytes + l.ffn_norm_bytes +
-                         (l.predictor_supported ? l.predictor_bytes : 0);
-                ffn += l.neuron_bytes * static_cast<uint64_t>(l.n_ff) +
-                       4 * static_cast<uint64_t>(l.n_ff) + 512;
-            }
-            r.budget = static_cast<int64_t>(
-                fixed + static_cast<uint64_t>(fraction * static_cast<double>(ffn)));
-            const offload_result placed = place_on_device(*m, std::move(dev), r);
-            REQUIRE(placed.placed);
-            CHECK(placed.plan.attn_on_device[0]);
-            CHECK(placed.plan.output_on_device);
-            CHECK(placed.plan.kv_on_device);
-            // Quantizing gives the predictor Q5_0 except for Q4_0 targets (spec §9); the GPU
-            // kernels lack Q5_0, so that predictor stays on the CPU and the rest still goes to the
-            // device.
-            CHECK(placed.plan.predictor_on_device[0] == (type == ggml_type::q4_0));
-            uint64_t hot = 0;
-            for (const auto& l : placed.plan.hot)
-                hot += l.size();
-            CHECK(hot > 0);
-            const auto dev_steps = test::decode_run(*m, placed.placed.get(), tokens, n_steps);
-            REQUIRE(dev_steps.size() == cpu.size());
-            for (size_t i = 0; i < cpu.size(); ++i) {
-                CAPTURE(i);
-                float diff = 0;
-                for (size_t j = 0; j < cpu[i].size(); ++j)
-                    diff = std::max(diff, std::abs(dev_steps[i][j] - cpu[i][j]));
-                CHECK(diff <= tolerance);
-                if (exact_types) CHECK(argmax(dev_steps[i]) == argmax(cpu[i]));
-            }
+        const double fraction = type == ggml_type::f16 ? 1.0 : 0.4;
+        CAPTURE(fraction);
+        auto dev = gpusim();
+        REQUIRE(dev);
+        pib_device_info info{};
+        REQUIRE(dev->vt().device_info(dev->ctx(), &info) == PIB_OK);
+        offload_request r;
+        r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
+        r.reset_gpu_index = true;
+        r.kv_n_ctx = 64;
+        const planner::plan_input in =
+            plan_input_for(*m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
+        uint64_t fixed =
+                     in.scratch_bytes + in.output_bytes + in.kv_bytes_per_layer * in.layers.size(),
+                 ffn = 0;
+        for (const auto& l : in.layers) {
+            fixed +=
+                l.attn_bytes + l.ffn_norm_bytes + (l.predictor_supported ? l.predictor_bytes : 0);
+            ffn += l.neuron_bytes * static_cast<uint64_t>(l.n_ff) +
+                   4 * static_cast<uint64_t>(l.n_ff) + 512;
+        }
+        r.budget = static_cast<int64_t>(fixed +
+                                        static_cast<uint64_t>(fraction * static_cast<double>(ffn)));
+        const offload_result placed = place_on_device(*m, std::move(dev), r);
+        REQUIRE(placed.placed);
+        CHECK(placed.plan.attn_on_device[0]);
+        CHECK(placed.plan.output_on_device);
+        CHECK(placed.plan.kv_on_device);
+        // Quantizing gives the predictor Q5_0 except for Q4_0 targets (spec §9); the GPU
+        // kernels lack Q5_0, so that predictor stays on the CPU and the rest still goes to the
+        // device.
+        CHECK(placed.plan.predictor_on_device[0] == (type == ggml_type::q4_0));
+        uint64_t hot = 0;
+        for (const auto& l : placed.plan.hot)
+            hot += l.size();
+        CHECK(hot > 0);
+        const auto dev_steps = test::decode_run(*m, placed.placed.get(), tokens, n_steps);
+        REQUIRE(dev_steps.size() == cpu.size());
+        for (size_t i = 0; i < cpu.size(); ++i) {
+            CAPTURE(i);
+            float diff = 0;
+            for (size_t j = 0; j < cpu[i].size(); ++j)
+                diff = std::max(diff, std::abs(dev_steps[i][j] - cpu[i][j]));
+            CHECK(diff <= tolerance);
+            if (exact_types) CHECK(argmax(dev_steps[i]) == argmax(cpu[i]));
         }
     }
 }
