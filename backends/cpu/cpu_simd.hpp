@@ -31,23 +31,26 @@ struct weights {
 
 // Activation rows quantized to 8 bits per block of 32 for the integer dot products with
 // weights of one quantized type (see prepare_q). A token's row holds `stride` blocks (see
-// quant_stride) in four arrays, one after the other:
+// quant_stride) in five arrays, one after the other:
 // - the 32 codes of each block, in [-127, 127] (32 bytes per block);
 // - per group k of four consecutive codes (eight 4-byte words per block), a group word whose
 //   meaning depends on the weight type: for Q4_0, Q5_0 and Q8_0, the int32 -o * the group's
 //   code sum, where o is the offset the kernels add to weight codes to make them unsigned; for
 //   Q4_1 and Q5_1, the float d_x * the group's code sum, which the weights' minimum multiplies;
 // - the block's scale d_x as a float, eight copies (32 bytes per block);
+// - the codes + 128, as unsigned bytes (32 bytes per block), for the batched sparse products,
+//   which then take the weights' codes signed and correct the sums on the weights' side;
 // - two words per block: d_x, then the block's word, the sum of its group words (as a float
 //   d_x * the code sum for Q4_1 and Q5_1) (8 bytes per block).
-// The sparse products read the first three arrays, the dense ones the codes and the last.
+// The sparse products read the first three arrays (the batched ones the scales and the codes
+// + 128 instead, for Q4_0, Q5_0 and Q8_0 with VNNI), the dense ones the codes and the last.
 // Token t's row starts at data + t * stride * quant_block_bytes, on a cache line.
 struct quant_acts {
     const std::byte* data;
     int64_t stride;
 };
-// Bytes per block of a quant_acts row (its part of the four arrays).
-inline constexpr int64_t quant_block_bytes = 3 * 32 + 8;
+// Bytes per block of a quant_acts row (its part of the five arrays).
+inline constexpr int64_t quant_block_bytes = 4 * 32 + 8;
 // The blocks of a quant_acts row for `blocks` blocks of activations: a whole number of cache
 // lines.
 inline constexpr int64_t quant_stride(int64_t blocks) {

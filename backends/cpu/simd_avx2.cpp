@@ -78,6 +78,7 @@ struct avx2 {
     static ivec iand(ivec a, ivec b) { return _mm256_and_si256(a, b); }
     static ivec ior(ivec a, ivec b) { return _mm256_or_si256(a, b); }
     static ivec ixor(ivec a, ivec b) { return _mm256_xor_si256(a, b); }
+    static ivec isub8(ivec a, ivec b) { return _mm256_sub_epi8(a, b); }
     static ivec srli(ivec a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
     static vec cvt(ivec a) { return _mm256_cvtepi32_ps(a); }
     static vec as_float(ivec a) { return _mm256_castsi256_ps(a); }

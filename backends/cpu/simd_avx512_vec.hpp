@@ -85,6 +85,8 @@ struct avx512 {
     static ivec iand(ivec a, ivec b) { return _mm512_and_si512(a, b); }
     static ivec ior(ivec a, ivec b) { return _mm512_or_si512(a, b); }
     static ivec ixor(ivec a, ivec b) { return _mm512_xor_si512(a, b); }
+    static ivec isub8(ivec a, ivec b) { return _mm512_sub_epi8(a, b); }
+    static ivec ifirst(ivec a) { return _mm512_maskz_mov_epi32(0x00ff, a); }
     static ivec srli(ivec a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
     static vec cvt(ivec a) { return _mm512_cvtepi32_ps(a); }
     static vec as_float(ivec a) { return _mm512_castsi512_ps(a); }

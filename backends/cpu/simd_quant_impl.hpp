@@ -131,7 +131,8 @@ template <class V> struct quant_impl {
         auto* qs = reinterpret_cast<int8_t*>(out);
         auto* groups_out = reinterpret_cast<int32_t*>(out + 32 * stride);
         auto* d8 = reinterpret_cast<float*>(out + 64 * stride);
-        auto* words = reinterpret_cast<int32_t*>(out + 96 * stride);
+        auto* lifted = reinterpret_cast<uint8_t*>(out + 96 * stride);
+        auto* words = reinterpret_cast<int32_t*>(out + 128 * stride);
         const __m256 sign = _mm256_set1_ps(-0.0f);
         for (int64_t b = 0; b < blocks; ++b) {
             __m256 v[4];
@@ -163,6 +164,8 @@ template <class V> struct quant_impl {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), codes);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(groups_out + 8 * b), corr);
             _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(lifted + 32 * b),
+                                _mm256_xor_si256(codes, _mm256_set1_epi8(-128)));
             words[2 * b] = __builtin_bit_cast(int32_t, db);
             words[2 * b + 1] = offset >= 0
                                    ? -offset * sum
@@ -186,7 +189,7 @@ template <class V> struct quant_impl {
     static constexpr int K = V::blocks;
 
     // A token's quant_acts row, and, for its block b, the codes, the group words, the eight
-    // copies of d_x and the two words.
+    // copies of d_x, the codes + 128 and the two words.
     static const std::byte* token_row(quant_acts x, int64_t t) {
         return x.data + t * quant_block_bytes * x.stride;
     }
@@ -199,8 +202,11 @@ template <class V> struct quant_impl {
     static const float* d8_at(const std::byte* xr, int64_t stride, int64_t b) {
         return reinterpret_cast<const float*>(xr + 32 * (2 * stride + b));
     }
+    static const std::byte* lifted_at(const std::byte* xr, int64_t stride, int64_t b) {
+        return xr + 32 * (3 * stride + b);
+    }
     static const float* words_at(const std::byte* xr, int64_t stride, int64_t b) {
-        return reinterpret_cast<const float*>(xr + 96 * stride + 8 * b);
+        return reinterpret_cast<const float*>(xr + 128 * stride + 8 * b);
     }
 
     // The 32-bit word at p in every lane.
@@ -208,6 +214,20 @@ template <class V> struct quant_impl {
         int32_t v;
         __builtin_memcpy(&v, p, sizeof(v));
         return V::iset32(v);
+    }
+
+    // A register of K blocks of activations from p, or with Full false only the first.
+    template <bool Full> [[gnu::always_inline]] static ivec iload_part(const void* p) {
+        if constexpr (Full)
+            return V::iload(p);
+        else
+            return V::iload_first(p);
+    }
+    template <bool Full> [[gnu::always_inline]] static vec fload_part(const float* p) {
+        if constexpr (Full)
+            return V::fload(p);
+        else
+            return V::fload_first(p);
     }
 
     // The register's blocks b .. b + K of the N rows `next` fetched into the cache, for tiles that
@@ -591,15 +611,25 @@ template <class V> struct quant_impl {
     // d_w * d_x and added by one FMA into eight float lanes (then, for Q4_1 and Q5_1, m_w times
     // the group's float word added by a second FMA); with two blocks per register (AVX-512),
     // even and odd blocks have their own lanes. The lanes are summed in a fixed order at the end.
+    //
+    // A row times several tokens (mul_rows_batch_q) reads each token's activations once per
+    // row, from L2, and those reads bound it. So where the weights have an offset o and u8 x s8
+    // products cannot saturate (Q4_0, Q5_0; Q8_0 with VNNI), the batch kernel reads one array
+    // less: it multiplies the lifted codes x + 128 (unsigned) by the signed weight codes u - o and
+    // starts each group sum at -128 * (the group's sum of u - o), once per row for all tokens.
+    // That is the same exact int32 sum as the decode kernel's, so the bits agree.
+    template <class B> static constexpr bool liftable = fmt<B>::offset != 0 && !fmt<B>::is_signed;
 
     // The register of blocks b .. b + K of the rows w[0 .. R) times the token rows x[0 .. T),
-    // added to acc; with Full false only block b is left (x's other blocks read as zero).
-    template <class B, int R, int T, bool Full>
+    // added to acc; with Full false only block b is left (x's other blocks read as zero). Lifted:
+    // the products above on the lifted codes.
+    template <class B, int R, int T, bool Full, bool Lifted>
     [[gnu::always_inline]] static void group_step(vec (&acc)[R][T], const B* const* w,
                                                   const std::byte* const* x, int64_t stride,
                                                   int64_t b) {
         using F = fmt<B>;
-        ivec u[R];
+        static_assert(!Lifted || liftable<B>);
+        ivec u[R], start[R];
         vec dw[R], m[R];
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
@@ -614,28 +644,32 @@ template <class V> struct quant_impl {
             u[i] = codes<B>(blk);
             dw[i] = V::halves(d);
             if constexpr (F::min) m[i] = V::halves(mins);
+            if constexpr (Lifted) {
+                // -128 * sum(u - o) per group of four codes = 512 * o - 128 * sum(u).
+                start[i] = V::dot(V::iset32(512 * F::offset), u[i], V::iset8(-128));
+                if constexpr (!Full) start[i] = V::ifirst(start[i]);
+                u[i] = V::isub8(u[i], V::iset8(static_cast<int8_t>(F::offset)));
+            }
         }
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j) {
-            const void* pq = codes_at(x[j], b);
-            const void* pe = groups_at(x[j], stride, b);
-            const float* pd = d8_at(x[j], stride, b);
-            ivec xq, extra;
-            vec dx;
-            if constexpr (Full) {
-                xq = V::iload(pq);
-                extra = V::iload(pe);
-                dx = V::fload(pd);
-            } else {
-                xq = V::iload_first(pq);
-                extra = V::iload_first(pe);
-                dx = V::fload_first(pd);
-            }
+            const vec dx = fload_part<Full>(d8_at(x[j], stride, b));
+            if constexpr (Lifted) {
+                const ivec xl = iload_part<Full>(lifted_at(x[j], stride, b));
 #pragma GCC unroll 8
-            for (int i = 0; i < R; ++i) {
-                const ivec sum = dot_codes<B>(F::offset != 0 ? extra : V::izero(), u[i], xq);
-                acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(sum), acc[i][j]);
-                if constexpr (F::min) acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
+                for (int i = 0; i < R; ++i)
+                    acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(V::dot(start[i], xl, u[i])),
+                                       acc[i][j]);
+            } else {
+                const ivec xq = iload_part<Full>(codes_at(x[j], b));
+                const ivec extra = iload_part<Full>(groups_at(x[j], stride, b));
+#pragma GCC unroll 8
+                for (int i = 0; i < R; ++i) {
+                    const ivec sum = dot_codes<B>(F::offset != 0 ? extra : V::izero(), u[i], xq);
+                    acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(sum), acc[i][j]);
+                    if constexpr (F::min)
+                        acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
+                }
             }
         }
     }
@@ -643,7 +677,7 @@ template <class V> struct quant_impl {
     // yt[j][col[i]] = w[i] . x[tok[j]] for R rows and T tokens, each row's blocks unpacked once
     // for all T tokens and each token's once for all R rows. With `next`, those R rows are
     // fetched into the cache at the pace these are read.
-    template <class B, int R, int T>
+    template <class B, int R, int T, bool Lifted>
     static void group_tile(const B* const* w, const int64_t* col, quant_acts x, const int64_t* tok,
                            float* const* yt, int64_t blocks, const B* const* next) {
         const std::byte* xr[T];
@@ -659,10 +693,10 @@ template <class V> struct quant_impl {
         int64_t b = 0;
         for (; b + K <= blocks; b += K) {
             if (next != nullptr) prefetch_step<B, R>(next, b);
-            group_step<B, R, T, true>(acc, w, xr, x.stride, b);
+            group_step<B, R, T, true, Lifted>(acc, w, xr, x.stride, b);
         }
         if constexpr (K > 1) {
-            if (b < blocks) group_step<B, R, T, false>(acc, w, xr, x.stride, b);
+            if (b < blocks) group_step<B, R, T, false, Lifted>(acc, w, xr, x.stride, b);
         }
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i)
@@ -672,16 +706,16 @@ template <class V> struct quant_impl {
     }
 
     // group_tile for nr <= R rows and nt <= T tokens, without prefetch.
-    template <class B, int R, int T>
+    template <class B, int R, int T, bool Lifted>
     static void group_any(int nr, int nt, const B* const* w, const int64_t* col, quant_acts x,
                           const int64_t* tok, float* const* yt, int64_t blocks) {
         if constexpr (R > 1) {
-            if (nr < R) return group_any<B, R - 1, T>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nr < R) return group_any<B, R - 1, T, Lifted>(nr, nt, w, col, x, tok, yt, blocks);
         }
         if constexpr (T > 1) {
-            if (nt < T) return group_any<B, R, T - 1>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nt < T) return group_any<B, R, T - 1, Lifted>(nr, nt, w, col, x, tok, yt, blocks);
         }
-        group_tile<B, R, T>(w, col, x, tok, yt, blocks, nullptr);
+        group_tile<B, R, T, Lifted>(w, col, x, tok, yt, blocks, nullptr);
     }
 
     // y[rows[k]] = w[rows[k]] . x for k in [0, n).
@@ -704,9 +738,9 @@ template <class V> struct quant_impl {
                 const B* next[R];
                 for (int i = 0; i < R; ++i)
                     next[i] = row<B>(w, rows[k + R + i]);
-                group_tile<B, R, 1>(wr, col, x, tok, yt, blocks, next);
+                group_tile<B, R, 1, false>(wr, col, x, tok, yt, blocks, next);
             } else {
-                group_any<B, R, 1>(nr, 1, wr, col, x, tok, yt, blocks);
+                group_any<B, R, 1, false>(nr, 1, wr, col, x, tok, yt, blocks);
             }
         }
     }
@@ -717,7 +751,7 @@ template <class V> struct quant_impl {
               [&](auto t) { rows_times_token<typename decltype(t)::type>(w, rows, n, x, y); });
     }
 
-    // Each row once for all its tokens, T of them per tile.
+    // Each row once for all its tokens, T of them per tile, on the lifted codes where it can.
     template <class B>
     static void mul_rows_batch_t(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
                                  const int32_t* tokens, quant_acts x, f32_rows_out y) {
@@ -734,7 +768,7 @@ template <class V> struct quant_impl {
                     tok[j] = tokens[e + j];
                     yt[j] = out_row(y, tok[j]);
                 }
-                group_any<B, 1, T>(1, nt, wr, col, x, tok, yt, blocks);
+                group_any<B, 1, T, liftable<B>>(1, nt, wr, col, x, tok, yt, blocks);
             }
         }
     }
