@@ -658,8 +658,8 @@ template <class V> struct quant_impl {
                 const ivec xl = iload_part<Full>(lifted_at(x[j], stride, b));
 #pragma GCC unroll 8
                 for (int i = 0; i < R; ++i)
-                    acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(V::dot(start[i], xl, u[i])),
-                                       acc[i][j]);
+                    acc[i][j] =
+                        V::fma(V::mul(dw[i], dx), V::cvt(V::dot(start[i], xl, u[i])), acc[i][j]);
             } else {
                 const ivec xq = iload_part<Full>(codes_at(x[j], b));
                 const ivec extra = iload_part<Full>(groups_at(x[j], stride, b));
@@ -667,8 +667,7 @@ template <class V> struct quant_impl {
                 for (int i = 0; i < R; ++i) {
                     const ivec sum = dot_codes<B>(F::offset != 0 ? extra : V::izero(), u[i], xq);
                     acc[i][j] = V::fma(V::mul(dw[i], dx), V::cvt(sum), acc[i][j]);
-                    if constexpr (F::min)
-                        acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
+                    if constexpr (F::min) acc[i][j] = V::fma(m[i], V::as_float(extra), acc[i][j]);
                 }
             }
         }
