@@ -280,7 +280,7 @@ template <class V> struct impl {
         constexpr int U = static_cast<int>(qk8_0 / L);
         float* yb = y + b * qk8_0;
         vec acc[NB * U];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < NB * U; ++i)
             acc[i] = V::load(yb + i * L);
         for (int64_t k = 0; k < n; ++k) {
@@ -318,7 +318,7 @@ template <class V> struct impl {
                 }
             }
         }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < NB * U; ++i)
             V::store(yb + i * L, acc[i]);
     }
