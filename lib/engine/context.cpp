@@ -586,6 +586,7 @@ void context::ffn_block(size_t il, int32_t n) {
             predict(dv, a, w, n);
         }
         uint64_t active = 0;
+        bool cpu_ffn = false;
         for (int32_t i = 0; i < n; ++i)
             active += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
         if (!audits_.empty()) audit_layer(il, n);
@@ -599,6 +600,7 @@ void context::ffn_block(size_t il, int32_t n) {
             x_on_device_ = false;
         } else {
             if (predict_on_device) lists_to_host(n);
+            cpu_ffn = true;
             x_to_host(n);
             const pib_tensor idx = first_rows(a.idx, n);
             pib_tensor count = a.count;
@@ -613,9 +615,17 @@ void context::ffn_block(size_t il, int32_t n) {
         stats_.ffn_active_neurons += active;
         layer_active_[il] += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
-        if (n == 1)
+        if (n == 1) {
+            // On the CPU the accumulate skips listed rows whose activation is zero (a predictor's
+            // false positives) and never reads them.
+            const uint64_t down =
+                cpu_ffn ? nonzero_activations(std::span<const int32_t>(
+                              reinterpret_cast<const int32_t*>(host_base_ + a.idx.offset),
+                              static_cast<size_t>(counts_host_[0])))
+                        : active;
             stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
-                                   active * (w.up.nb1 + w.gate.nb1 + w.down_t.nb1);
+                                   active * (w.up.nb1 + w.gate.nb1) + down * w.down_t.nb1;
+        }
         return;
     }
     dv.run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
@@ -642,13 +652,24 @@ void context::ffn_block(size_t il, int32_t n) {
         if (model_.sparse_file()) {
             // The accumulate over ffn_down_t skips the rows whose activation is zero (most of
             // them after a ReLU) and never reads them.
-            dv.run("synchronize", &pib_vtable::synchronize);
-            const auto* act = reinterpret_cast<const float*>(host_base_ + a.u.offset);
-            const auto read = std::count_if(act, act + h.n_ff, [](float v) { return v != 0.0f; });
-            down = static_cast<uint64_t>(read) * w.down_t.nb1;
+            down = nonzero_activations() * w.down_t.nb1;
         }
         stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.up) + bytes_of(w.gate) + down;
     }
+}
+
+uint64_t context::nonzero_activations() {
+    dev_->run("synchronize", &pib_vtable::synchronize);
+    const auto* act = reinterpret_cast<const float*>(host_base_ + at_->u.offset);
+    return static_cast<uint64_t>(
+        std::count_if(act, act + model_.hp().n_ff, [](float v) { return v != 0.0f; }));
+}
+
+uint64_t context::nonzero_activations(std::span<const int32_t> rows) {
+    dev_->run("synchronize", &pib_vtable::synchronize);
+    const auto* act = reinterpret_cast<const float*>(host_base_ + at_->u.offset);
+    return static_cast<uint64_t>(
+        std::count_if(rows.begin(), rows.end(), [&](int32_t r) { return act[r] != 0.0f; }));
 }
 
 std::span<const float> context::logits(int32_t i) const noexcept {

@@ -96,6 +96,10 @@ class context {
     void store_and_attend(device& dv, const arena_layout& a, size_t il, int32_t n);
     void project_out(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void ffn_block(size_t il, int32_t n);
+    // Of a decoded token's FFN activations in the host arena, those that are nonzero, of all
+    // n_ff or of `rows`: the rows of ffn_down_t the accumulate reads.
+    uint64_t nonzero_activations();
+    uint64_t nonzero_activations(std::span<const int32_t> rows);
     void predict(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void device_ffn(size_t il, int32_t n);
     void lists_to_host(int32_t n);
@@ -125,7 +129,7 @@ class context {
     std::vector<int32_t> pos_host_;    // scratch for positions of a batch
     std::vector<int32_t> out_rows_host_;
     std::vector<int32_t> counts_host_;
-    std::vector<float> logits_;         // [n_out][n_vocab]
+    std::vector<float> logits_; // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;
     int32_t n_past_ = 0;

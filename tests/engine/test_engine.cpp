@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -394,6 +395,38 @@ TEST_CASE("a dense decode step on a sparse file counts only the ffn_down_t rows 
     // The ReLU zeroes most activations, and the accumulate skips their rows.
     CHECK(cd.stats().decode_bytes < every_row - down_t / 2);
     CHECK(cd.stats().decode_bytes > every_row - down_t);
+}
+
+TEST_CASE("a sparse decode step counts only the listed ffn_down_t rows with a nonzero activation") {
+    if (!have_vocab()) return;
+    // A threshold below every predictor output lists every neuron: the up and gate rows are all
+    // read, but the accumulate skips the rows the ReLU zeroed.
+    load_options all_listed;
+    all_listed.override_threshold = true;
+    all_listed.sparse_threshold = -std::numeric_limits<float>::infinity();
+    const auto ms = model::load(model_file("sparse.gguf", true), all_listed);
+    context cs(*ms, context_options{});
+    cs.decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
+    const run_stats after_prompt = cs.stats();
+    for (size_t i = 4; i < prompt.size(); ++i)
+        cs.decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
+    CHECK(cs.stats().ffn_active_neurons == cs.stats().ffn_total_neurons);
+    auto bytes = [](const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * t.ne1; };
+    const hparams& h = ms->hp();
+    uint64_t every_row = 0, down_t = 0;
+    for (uint64_t cells = 5; cells <= prompt.size(); ++cells) {
+        every_row += bytes(ms->output()) + bytes(ms->output_norm()) + ms->token_embd().nb1;
+        for (const layer_weights& w : ms->layers()) {
+            every_row += bytes(w.attn_norm) + bytes(w.wq) + bytes(w.wk) + bytes(w.wv) +
+                         bytes(w.wo) + 2 * cells * row_bytes(ggml_type::f16, h.n_embd_kv()) +
+                         bytes(w.ffn_norm) + bytes(w.fc1) + bytes(w.fc2) + bytes(w.up) +
+                         bytes(w.gate) + bytes(w.down_t);
+            down_t += bytes(w.down_t);
+        }
+    }
+    CHECK(after_prompt.decode_bytes == 0);
+    CHECK(cs.stats().decode_bytes < every_row - down_t / 2);
+    CHECK(cs.stats().decode_bytes > every_row - down_t);
 }
 
 TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the F32 logits") {
