@@ -107,15 +107,26 @@ pi_status pi_model_estimate_memory(const char* path, const pi_model_params* para
         } else {
             offload_request r = request_of(p, path, budget);
             // The weight types of the device that loading would pick; without one, every type.
+            // An estimate also plans for a named GPU this machine lacks: the question may be what
+            // a budget would place on another machine.
             uint64_t weight_types = ~uint64_t{0};
-            if (const chosen_device chosen = choose(p, budget); chosen.dev) {
+            chosen_device chosen;
+            std::string missing;
+            try {
+                chosen = choose(p, budget);
+            } catch (const error& e) {
+                if (e.code() != status::unsupported) throw;
+                missing = concat(e.what(), "; ");
+            }
+            if (chosen.dev) {
                 pib_device_info info{};
                 device::check("reading the device's properties",
                               chosen.dev->vt().device_info(chosen.dev->ctx(), &info));
                 weight_types = info.weight_types;
             } else {
-                text = "no offload device is usable: the placement assumes one that computes every "
-                       "weight type\n";
+                text =
+                    concat(missing, "no offload device is usable: the placement assumes one that "
+                                    "computes every weight type\n");
             }
             planner::plan_input in = plan_input_for(*m, static_cast<uint64_t>(budget), r.n_batch,
                                                     r.kv_n_ctx, weight_types);

@@ -156,7 +156,8 @@ TEST_CASE("tokenize reports the needed size, and detokenize inverts it") {
     loaded l;
     const char* text = "Hello world";
     size_t n = 0;
-    CHECK(pi_tokenize(l.model, text, std::strlen(text), 1, nullptr, 0, &n) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_tokenize(l.model, text, std::strlen(text), 1, nullptr, 0, &n) ==
+          PI_ERR_INVALID_ARGUMENT);
     CHECK(n == 3);
     std::vector<pi_token> ids(n);
     REQUIRE(pi_tokenize(l.model, text, std::strlen(text), 1, ids.data(), ids.size(), &n) == PI_OK);
@@ -219,7 +220,8 @@ TEST_CASE("greedy pi_generate is deterministic and the prompt must fit") {
     CHECK(a == generate_text(l.ctx, "The capital of France", 8));
     CHECK(!a.empty());
     std::string long_prompt;
-    for (int i = 0; i < 200; ++i) long_prompt += "word ";
+    for (int i = 0; i < 200; ++i)
+        long_prompt += "word ";
     CHECK(pi_generate(l.ctx, long_prompt.c_str(), nullptr, nullptr) == PI_ERR_CONTEXT_FULL);
 }
 
@@ -265,9 +267,11 @@ TEST_CASE("the sampler API samples greedily at temperature 0") {
 TEST_CASE("the log callback receives warnings") {
     if (!have_vocab()) return;
     std::atomic<int> warnings{0};
-    pi_log_set([](pi_log_level level, const char*, void* u) {
-        if (level >= PI_LOG_WARN) ++*static_cast<std::atomic<int>*>(u);
-    }, &warnings);
+    pi_log_set(
+        [](pi_log_level level, const char*, void* u) {
+            if (level >= PI_LOG_WARN) ++*static_cast<std::atomic<int>*>(u);
+        },
+        &warnings);
     setenv("LLAMA_SPARSE_PRED_THRESHOLD", "not-a-number", 1);
     pi_model* m = nullptr;
     CHECK(pi_model_load(tiny_model().c_str(), nullptr, &m) == PI_OK);
@@ -352,11 +356,37 @@ TEST_CASE("bad offload parameters are rejected and the estimate reports a placem
     CHECK(std::string(pi_last_error()).find("kv_n_ctx") != std::string::npos);
     mp.kv_n_ctx = 0;
     size_t len = 0;
-    CHECK(pi_model_estimate_memory(tiny_model().c_str(), &mp, nullptr, 0, &len) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(pi_model_estimate_memory(tiny_model().c_str(), &mp, nullptr, 0, &len) ==
+          PI_ERR_INVALID_ARGUMENT);
     REQUIRE(len > 0);
     std::vector<char> report(len + 1);
-    REQUIRE(pi_model_estimate_memory(tiny_model().c_str(), &mp, report.data(), report.size(), &len) == PI_OK);
+    REQUIRE(pi_model_estimate_memory(tiny_model().c_str(), &mp, report.data(), report.size(),
+                                     &len) == PI_OK);
     CHECK(std::string(report.data()).find("MiB") != std::string::npos);
+}
+
+TEST_CASE("the estimate plans for a named GPU backend this machine lacks, and says so") {
+    if (!have_vocab()) return;
+    const std::string sys = pi_system_info();
+    pi_model_params mp = pi_model_default_params();
+    mp.vram_budget = 16.0 * 1024 * 1024;
+    for (const char* name : {"cuda", "hip"}) {
+        CAPTURE(name);
+        mp.offload_device = name;
+        std::vector<char> report(1 << 16);
+        size_t len = 0;
+        REQUIRE(pi_model_estimate_memory(tiny_model().c_str(), &mp, report.data(), report.size(),
+                                         &len) == PI_OK);
+        const std::string text(report.data());
+        CHECK(text.find("MiB") != std::string::npos);
+        pi_model* m = nullptr;
+        if (pi_model_load(tiny_model().c_str(), &mp, &m) == PI_OK) {
+            pi_model_free(m); // this machine has the device: nothing to say about a missing one
+        } else {
+            CHECK(text.find("backend unavailable") != std::string::npos);
+            CHECK(text.find("no offload device is usable") != std::string::npos);
+        }
+    }
 }
 
 TEST_CASE("without a GPU module, auto offloading falls back to the CPU") {
