@@ -208,6 +208,7 @@ const pib_vtable vtable = {
     .set_rows = entry<&set_rows>::fn,
     .mul_mat = entry<&mul_mat>::fn,
     .mul_mat_sparse = entry<&mul_mat_sparse>::fn,
+    .mul_mat_sparse2 = entry<&mul_mat_sparse2>::fn,
     .axpy_sparse = entry<&axpy_sparse>::fn,
     .select_active = entry<&select_active>::fn,
     .rms_norm = entry<&rms_norm>::fn,

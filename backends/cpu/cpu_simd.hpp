@@ -157,9 +157,11 @@ struct simd_kernels {
     // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
     void (*mul_mat_q)(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
                       f32_rows_out y);
-    // mul_rows_batch for quantized weights.
-    void (*mul_rows_batch_q)(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
-                             const int32_t* tokens, quant_acts x, f32_rows_out y);
+    // mul_rows_batch for quantized weights, for n_mat (1 or 2) matrices w[m] of one type and
+    // shape that share the lists and x, into y[m].
+    void (*mul_rows_batch_q)(const weights* w, int n_mat, int64_t i0, int64_t i1,
+                             const int32_t* offsets, const int32_t* tokens, quant_acts x,
+                             const f32_rows_out* y);
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.

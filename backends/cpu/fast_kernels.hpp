@@ -5,13 +5,17 @@
 #include "cpu_context.hpp"
 #include "cpu_tensor.hpp"
 
+#include <span>
+
 namespace pi::cpu {
 
 // fast_matmul.cpp; weights are F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, lists hold counts
 // within capacity and valid indices.
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y);
-int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& idx,
-                        const view& count, const view& y);
+// fast_mul_mat_sparse: one or two matrices w[m] of one type and shape sharing x and the lists,
+// into y[m].
+int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, const view& idx,
+                        const view& count, std::span<const view> y);
 int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx, const view& count,
                      const view& y);
 int fast_select_active(context& c, const view& p, float threshold, const view& idx,

@@ -140,33 +140,44 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
     return PIB_OK;
 }
 
-int fast_mul_mat_sparse(context& c, const view& w, const view& x, const view& idx,
-                        const view& count, const view& y) {
+int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, const view& idx,
+                        const view& count, std::span<const view> y) {
     const simd_kernels& k = *c.simd;
-    const weights wr = weights_of(w);
-    const bool quant = quantized(wr);
-    const quant_acts xq = quant ? prepare_activations(c, wr.type, x) : quant_acts{};
-    zero_rows(c, y);
+    const auto n_mat = static_cast<int>(w.size());
+    weights wr[2];
+    f32_rows_out out[2];
+    for (int m = 0; m < n_mat; ++m) {
+        wr[m] = weights_of(w[m]);
+        out[m] = out_rows(y[m]);
+        zero_rows(c, y[m]);
+    }
+    const bool quant = quantized(wr[0]);
+    const quant_acts xq = quant ? prepare_activations(c, wr[0].type, x) : quant_acts{};
     if (x.ne1 == 1) {
         const int64_t n = count.row<const int32_t>(0)[0];
         const int32_t* list = idx.row<const int32_t>(0);
         // Few, long chunks: each chunk starts its scattered rows cold.
-        const int64_t chunk = chunk_size(c, n, rows_for(w, decode_task_bytes), n, 8, 2);
-        parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
-            if (quant)
-                k.mul_rows_q(wr, list + k0, k1 - k0, xq, y.row<float>(0));
-            else
-                k.mul_rows(wr, list + k0, k1 - k0, x.row<const float>(0), y.row<float>(0));
-        });
+        const int64_t chunk = chunk_size(c, n, rows_for(w[0], decode_task_bytes), n, 8, 2);
+        for (int m = 0; m < n_mat; ++m) {
+            parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
+                if (quant)
+                    k.mul_rows_q(wr[m], list + k0, k1 - k0, xq, y[m].row<float>(0));
+                else
+                    k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(0),
+                               y[m].row<float>(0));
+            });
+        }
         return PIB_OK;
     }
-    const neuron_lists lists = by_neuron(c, idx, count, w.ne1, nullptr);
-    const int64_t chunk = chunk_size(c, w.ne1, 16, w.ne1, 16, 8);
-    parallel_chunks(c, w.ne1, chunk, [&](int64_t i0, int64_t i1) {
-        if (quant)
-            k.mul_rows_batch_q(wr, i0, i1, lists.offsets, lists.tokens, xq, out_rows(y));
-        else
-            k.mul_rows_batch(wr, i0, i1, lists.offsets, lists.tokens, in_rows(x), out_rows(y));
+    const neuron_lists lists = by_neuron(c, idx, count, w[0].ne1, nullptr);
+    const int64_t chunk = chunk_size(c, w[0].ne1, 16, w[0].ne1, 16, 8);
+    parallel_chunks(c, w[0].ne1, chunk, [&](int64_t i0, int64_t i1) {
+        if (quant) {
+            k.mul_rows_batch_q(wr, n_mat, i0, i1, lists.offsets, lists.tokens, xq, out);
+        } else {
+            for (int m = 0; m < n_mat; ++m)
+                k.mul_rows_batch(wr[m], i0, i1, lists.offsets, lists.tokens, in_rows(x), out[m]);
+        }
     });
     return PIB_OK;
 }

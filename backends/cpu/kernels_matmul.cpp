@@ -37,6 +37,16 @@ int64_t max_count(context& c, const view& idx, const view& count, int64_t limit)
     });
 }
 
+// Whether two F32 views share a byte.
+bool overlap(const view& a, const view& b) {
+    auto end = [](const view& v) {
+        return v.base + static_cast<std::size_t>(v.ne1 - 1) * v.nb1 +
+               static_cast<std::size_t>(v.ne0) * sizeof(float);
+    };
+    if (a.ne0 == 0 || a.ne1 == 0 || b.ne0 == 0 || b.ne1 == 0) return false;
+    return a.base < end(b) && b.base < end(a);
+}
+
 // x and y fit a product with w: x F32 [cols][n_tok], y F32 [rows][n_tok].
 bool product_shaped(const view& w, const view& x, const view& y) {
     return x.is(ggml_type::f32) && y.is(ggml_type::f32) && x.ne0 == w.ne0 && y.ne0 == w.ne1 &&
@@ -72,7 +82,7 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
     return with_weight_rows(vw, [&](const auto& rows) {
         const int64_t longest = max_count(c, vi, vc, vw.ne1);
         if (longest == invalid_list) return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr) return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
+        if (c.simd != nullptr) return fast_mul_mat_sparse(c, {&vw, 1}, vx, vi, vc, {&vy, 1});
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
             for (int64_t r = c0; r < c1; ++r)
@@ -91,6 +101,36 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
         });
         return static_cast<int>(PIB_OK);
     });
+}
+
+int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, const pib_tensor* x,
+                    const pib_tensor* idx, const pib_tensor* count, const pib_tensor* y0,
+                    const pib_tensor* y1) {
+    view vw[2], vx, vi, vc, vy[2];
+    if (const int s = make_views({{w0, &vw[0]},
+                                  {w1, &vw[1]},
+                                  {x, &vx},
+                                  {idx, &vi},
+                                  {count, &vc},
+                                  {y0, &vy[0]},
+                                  {y1, &vy[1]}});
+        s != PIB_OK)
+        return s;
+    if (!product_shaped(vw[0], vx, vy[0]) || !product_shaped(vw[1], vx, vy[1]) ||
+        !vw[0].same_shape(vw[1]) || !lists_shaped(vi, vc, vx.ne1) || overlap(vy[0], vy[1]))
+        return PIB_ERR_INVALID_ARGUMENT;
+    for (const view& w : vw)
+        if (const int s = with_weight_rows(w, [](const auto&) { return PIB_OK; }); s != PIB_OK)
+            return s;
+    // Jointly where both matrices have one type: the fast kernels then prepare x and regroup the
+    // lists once, and the rows of a quantized pair share each token's activations as they are
+    // read. Otherwise one after the other; the second call cannot fail where the first passed.
+    if (c.simd == nullptr || vw[0].type != vw[1].type) {
+        if (const int s = mul_mat_sparse(c, w0, x, idx, count, y0); s != PIB_OK) return s;
+        return mul_mat_sparse(c, w1, x, idx, count, y1);
+    }
+    if (max_count(c, vi, vc, vw[0].ne1) == invalid_list) return PIB_ERR_INVALID_ARGUMENT;
+    return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
 }
 
 int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib_tensor* idx,

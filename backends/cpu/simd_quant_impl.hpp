@@ -673,12 +673,12 @@ template <class V> struct quant_impl {
         }
     }
 
-    // yt[j][col[i]] = w[i] . x[tok[j]] for R rows and T tokens, each row's blocks unpacked once
-    // for all T tokens and each token's once for all R rows. With `next`, those R rows are
+    // *out[i * ld + j] = w[i] . x[tok[j]] for R rows and T tokens, each row's blocks unpacked
+    // once for all T tokens and each token's once for all R rows. With `next`, those R rows are
     // fetched into the cache at the pace these are read.
     template <class B, int R, int T, bool Lifted>
-    static void group_tile(const B* const* w, const int64_t* col, quant_acts x, const int64_t* tok,
-                           float* const* yt, int64_t blocks, const B* const* next) {
+    static void group_tile(const B* const* w, quant_acts x, const int64_t* tok, float* const* out,
+                           int ld, int64_t blocks, const B* const* next) {
         const std::byte* xr[T];
 #pragma GCC unroll 8
         for (int j = 0; j < T; ++j)
@@ -701,20 +701,20 @@ template <class V> struct quant_impl {
         for (int i = 0; i < R; ++i)
 #pragma GCC unroll 8
             for (int j = 0; j < T; ++j)
-                yt[j][col[i]] = V::sum(acc[i][j]);
+                *out[i * ld + j] = V::sum(acc[i][j]);
     }
 
     // group_tile for nr <= R rows and nt <= T tokens, without prefetch.
     template <class B, int R, int T, bool Lifted>
-    static void group_any(int nr, int nt, const B* const* w, const int64_t* col, quant_acts x,
-                          const int64_t* tok, float* const* yt, int64_t blocks) {
+    static void group_any(int nr, int nt, const B* const* w, quant_acts x, const int64_t* tok,
+                          float* const* out, int ld, int64_t blocks) {
         if constexpr (R > 1) {
-            if (nr < R) return group_any<B, R - 1, T, Lifted>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nr < R) return group_any<B, R - 1, T, Lifted>(nr, nt, w, x, tok, out, ld, blocks);
         }
         if constexpr (T > 1) {
-            if (nt < T) return group_any<B, R, T - 1, Lifted>(nr, nt, w, col, x, tok, yt, blocks);
+            if (nt < T) return group_any<B, R, T - 1, Lifted>(nr, nt, w, x, tok, out, ld, blocks);
         }
-        group_tile<B, R, T, Lifted>(w, col, x, tok, yt, blocks, nullptr);
+        group_tile<B, R, T, Lifted>(w, x, tok, out, ld, blocks, nullptr);
     }
 
     // y[rows[k]] = w[rows[k]] . x for k in [0, n).
@@ -724,22 +724,21 @@ template <class V> struct quant_impl {
         constexpr int R = V::q_decode;
         const int64_t blocks = w.cols / qk8_0;
         const int64_t tok[1] = {0};
-        float* const yt[1] = {y};
         for (int64_t k = 0; k < n; k += R) {
             const int nr = static_cast<int>(lo(R, n - k));
             const B* wr[R];
-            int64_t col[R];
+            float* out[R];
             for (int i = 0; i < nr; ++i) {
-                col[i] = rows[k + i];
-                wr[i] = row<B>(w, col[i]);
+                wr[i] = row<B>(w, rows[k + i]);
+                out[i] = y + rows[k + i];
             }
             if (nr == R && k + 2 * R <= n) {
                 const B* next[R];
                 for (int i = 0; i < R; ++i)
                     next[i] = row<B>(w, rows[k + R + i]);
-                group_tile<B, R, 1, false>(wr, col, x, tok, yt, blocks, next);
+                group_tile<B, R, 1, false>(wr, x, tok, out, 1, blocks, next);
             } else {
-                group_any<B, R, 1, false>(nr, 1, wr, col, x, tok, yt, blocks);
+                group_any<B, R, 1, false>(nr, 1, wr, x, tok, out, 1, blocks);
             }
         }
     }
@@ -750,32 +749,42 @@ template <class V> struct quant_impl {
               [&](auto t) { rows_times_token<typename decltype(t)::type>(w, rows, n, x, y); });
     }
 
-    // Each row once for all its tokens, T of them per tile, on the lifted codes where it can.
-    template <class B>
-    static void mul_rows_batch_t(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
-                                 const int32_t* tokens, quant_acts x, f32_rows_out y) {
+    // Row i of each of the M matrices once for all the row's tokens, T of them per tile, on the
+    // lifted codes where it can: the M rows share each token's activations as they are read.
+    template <class B, int M>
+    static void mul_rows_batch_t(const weights* w, int64_t i0, int64_t i1, const int32_t* offsets,
+                                 const int32_t* tokens, quant_acts x, const f32_rows_out* y) {
         constexpr int T = V::q_gather;
-        const int64_t blocks = w.cols / qk8_0;
+        const int64_t blocks = w[0].cols / qk8_0;
         for (int64_t i = i0; i < i1; ++i) {
-            const B* wr[1] = {row<B>(w, i)};
-            const int64_t col[1] = {i};
+            const B* wr[M];
+#pragma GCC unroll 2
+            for (int m = 0; m < M; ++m)
+                wr[m] = row<B>(w[m], i);
             for (int64_t e = offsets[i]; e < offsets[i + 1]; e += T) {
                 const int nt = static_cast<int>(lo(T, offsets[i + 1] - e));
                 int64_t tok[T];
-                float* yt[T];
+                float* out[M * T];
                 for (int j = 0; j < nt; ++j) {
                     tok[j] = tokens[e + j];
-                    yt[j] = out_row(y, tok[j]);
+#pragma GCC unroll 2
+                    for (int m = 0; m < M; ++m)
+                        out[m * T + j] = out_row(y[m], tok[j]) + i;
                 }
-                group_any<B, 1, T, liftable<B>>(1, nt, wr, col, x, tok, yt, blocks);
+                group_any<B, M, T, liftable<B>>(M, nt, wr, x, tok, out, T, blocks);
             }
         }
     }
 
-    static void mul_rows_batch_q(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
-                                 const int32_t* tokens, quant_acts x, f32_rows_out y) {
-        visit(w.type, [&](auto t) {
-            mul_rows_batch_t<typename decltype(t)::type>(w, i0, i1, offsets, tokens, x, y);
+    static void mul_rows_batch_q(const weights* w, int n_mat, int64_t i0, int64_t i1,
+                                 const int32_t* offsets, const int32_t* tokens, quant_acts x,
+                                 const f32_rows_out* y) {
+        visit(w[0].type, [&](auto t) {
+            using B = typename decltype(t)::type;
+            if (n_mat == 2)
+                mul_rows_batch_t<B, 2>(w, i0, i1, offsets, tokens, x, y);
+            else
+                mul_rows_batch_t<B, 1>(w, i0, i1, offsets, tokens, x, y);
         });
     }
 

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define PIB_API_VERSION 2
+#define PIB_API_VERSION 3
 
 typedef enum pib_status {
     PIB_OK = 0,
@@ -113,6 +113,13 @@ typedef struct pib_vtable {
      * every other element of y[t] is set to 0. idx: I32 [>= max count][n_tok]; count: I32 [n_tok]. */
     int (*mul_mat_sparse)(void *ctx, const pib_tensor *w, const pib_tensor *x, const pib_tensor *idx,
                           const pib_tensor *count, const pib_tensor *y);
+    /* Two row-sparse mat-muls sharing x and the lists, as an FFN's up and gate: y0 as
+     * mul_mat_sparse(w0, x, idx, count, y0) and y1 as mul_mat_sparse(w1, x, idx, count, y1),
+     * w0 and w1 of one shape, y0 and y1 not overlapping. Optional: NULL where a backend has no
+     * joint form; callers then call mul_mat_sparse twice (pi::device::mul_mat_sparse2 does). */
+    int (*mul_mat_sparse2)(void *ctx, const pib_tensor *w0, const pib_tensor *w1,
+                           const pib_tensor *x, const pib_tensor *idx, const pib_tensor *count,
+                           const pib_tensor *y0, const pib_tensor *y1);
     /* Column-sparse accumulate over a transposed matrix: y[t] += sum a[t][i] * wt_row_i over
      * i in idx[t][0 .. count[t]-1] with a[t][i] != 0. wt: [n_out][n_ff], a: F32 [n_ff][n_tok],
      * y: F32 [n_out][n_tok]. */

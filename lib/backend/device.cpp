@@ -57,16 +57,34 @@ void device::download(const buffer& b, size_t offset, void* dst, size_t n) {
     check("downloading", be_.vt->buffer_download(be_.ctx, b.get(), offset, dst, n));
 }
 
-void device::set_n_threads(int n) { check("setting threads", be_.vt->set_n_threads(be_.ctx, n)); }
+void device::set_n_threads(int n) {
+    check("setting threads", be_.vt->set_n_threads(be_.ctx, n));
+}
 
 void device::check(const char* what, int st) {
     switch (st) {
-    case PIB_OK: return;
-    case PIB_ERR_OUT_OF_MEMORY: fail(status::out_of_memory, "backend out of memory while ", what);
-    case PIB_ERR_UNSUPPORTED: fail(status::unsupported, "backend does not support ", what);
-    case PIB_ERR_INVALID_ARGUMENT: fail(status::internal, "backend rejected the arguments of ", what);
-    default: fail(status::internal, "backend failure (", st, ") in ", what);
+    case PIB_OK:
+        return;
+    case PIB_ERR_OUT_OF_MEMORY:
+        fail(status::out_of_memory, "backend out of memory while ", what);
+    case PIB_ERR_UNSUPPORTED:
+        fail(status::unsupported, "backend does not support ", what);
+    case PIB_ERR_INVALID_ARGUMENT:
+        fail(status::internal, "backend rejected the arguments of ", what);
+    default:
+        fail(status::internal, "backend failure (", st, ") in ", what);
     }
+}
+
+void device::mul_mat_sparse2(const char* what, const pib_tensor& w0, const pib_tensor& w1,
+                             const pib_tensor& x, const pib_tensor& idx, const pib_tensor& count,
+                             const pib_tensor& y0, const pib_tensor& y1) {
+    if (be_.vt->mul_mat_sparse2 != nullptr) {
+        run(what, &pib_vtable::mul_mat_sparse2, &w0, &w1, &x, &idx, &count, &y0, &y1);
+        return;
+    }
+    run(what, &pib_vtable::mul_mat_sparse, &w0, &x, &idx, &count, &y0);
+    run(what, &pib_vtable::mul_mat_sparse, &w1, &x, &idx, &count, &y1);
 }
 
 } // namespace pi

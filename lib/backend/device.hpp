@@ -61,6 +61,11 @@ class device {
         check(what, (be_.vt->*fn)(be_.ctx, std::forward<Args>(args)...));
     }
     static void check(const char* what, int status);
+    // The vtable's mul_mat_sparse2 (y0 from w0 and y1 from w1, sharing x and the lists): the
+    // backend's joint kernel where it has one, else its mul_mat_sparse twice.
+    void mul_mat_sparse2(const char* what, const pib_tensor& w0, const pib_tensor& w1,
+                         const pib_tensor& x, const pib_tensor& idx, const pib_tensor& count,
+                         const pib_tensor& y0, const pib_tensor& y1);
 
   private:
     pib_backend be_{nullptr, nullptr};

@@ -606,8 +606,7 @@ void context::ffn_block(size_t il, int32_t n) {
             pib_tensor count = a.count;
             count.ne0 = n;
             dv.run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
-            dv.run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
-            dv.run("sparse FFN gate", &pib_vtable::mul_mat_sparse, &w.gate, &xn, &idx, &count, &g);
+            dv.mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
             dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
             dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
             x_on_device_ = false;

@@ -76,8 +76,7 @@ void context::device_ffn(size_t il, int32_t n) {
     count.ne0 = n;
     dd.run("device FFN norm", &pib_vtable::rms_norm, &x, &l.dense.ffn_norm, model_.hp().rms_eps,
            &xn);
-    dd.run("device FFN up", &pib_vtable::mul_mat_sparse, &l.up, &xn, &idx, &count, &up);
-    dd.run("device FFN gate", &pib_vtable::mul_mat_sparse, &l.gate, &xn, &idx, &count, &gate);
+    dd.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, count, up, gate);
     dd.run("device FFN activation", &pib_vtable::glu, &gate, &up,
            static_cast<int32_t>(model_.glu()), &up);
     dd.run("device FFN down", &pib_vtable::axpy_sparse, &l.down_t, &up, &idx, &count, &x);
@@ -133,8 +132,7 @@ void context::device_half(size_t il, int32_t n) {
     pib_tensor count = d.hot_count;
     count.ne0 = n;
     const pib_tensor xn = first_rows(d.xn, n), partial = first_rows(d.partial, n);
-    dd.run("device FFN up", &pib_vtable::mul_mat_sparse, &l.up, &xn, &idx, &count, &up);
-    dd.run("device FFN gate", &pib_vtable::mul_mat_sparse, &l.gate, &xn, &idx, &count, &gate);
+    dd.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, count, up, gate);
     dd.run("device FFN activation", &pib_vtable::glu, &gate, &up,
            static_cast<int32_t>(model_.glu()), &up);
     dd.run("clearing the device partial sum", &pib_vtable::buffer_clear, d.mem, partial.offset,
@@ -196,9 +194,7 @@ void context::hybrid_ffn(size_t il, int32_t n, bool lists_on_device) {
         start_device_half(il, n);
     }
     try {
-        dv.run("sparse FFN up (cold)", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
-        dv.run("sparse FFN gate (cold)", &pib_vtable::mul_mat_sparse, &w.gate, &xn, &idx, &count,
-               &g);
+        dv.mul_mat_sparse2("sparse FFN up and gate (cold)", w.up, w.gate, xn, idx, count, u, g);
         dv.run("FFN activation", &pib_vtable::glu, &g, &u, static_cast<int32_t>(model_.glu()), &u);
         dv.run("sparse FFN down (cold)", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
     } catch (...) {

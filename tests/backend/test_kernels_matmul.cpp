@@ -145,6 +145,79 @@ TEST_CASE("mul_mat_sparse with every row listed equals mul_mat, and index capaci
         CHECK(got[i] == (i == 4 || i == 30 ? ref[i] : 0.0f));
 }
 
+TEST_CASE("mul_mat_sparse2 gives each matrix the bits of its own mul_mat_sparse, and rejects what "
+          "either would, mismatched pairs and overlapping outputs") {
+    const shape s{96, 41, 3};
+    const auto x = random_floats(static_cast<size_t>(s.cols * s.n_tok), 21);
+    const auto lists = make_lists(s.rows, s.n_tok, 22);
+    const std::pair<uint32_t, uint32_t> pairs[] = {{F32, F32}, {F16, F16}, {F32, F16}};
+    for (const auto& [type0, type1] : pairs) {
+        for (int64_t n_tok : {int64_t{1}, s.n_tok}) {
+            CAPTURE(type0);
+            CAPTURE(type1);
+            CAPTURE(n_tok);
+            cpu_device d(2);
+            const pib_tensor w0 = d.typed(type0, s.cols, s.rows, weights(type0, 96 * 41, 23));
+            const pib_tensor w1 = d.typed(type1, s.cols, s.rows, weights(type1, 96 * 41, 24));
+            const pib_tensor tx =
+                d.f32(s.cols, n_tok, std::span<const float>(x.data(), s.cols * n_tok));
+            const auto l = upload_lists(
+                d, std::vector<std::vector<int32_t>>(lists.begin(), lists.begin() + n_tok), s.rows);
+            const pib_tensor y0 = d.zeros_f32(s.rows, n_tok), y1 = d.zeros_f32(s.rows, n_tok);
+            const pib_tensor p0 = d.f32(s.rows, n_tok, random_floats(s.rows * n_tok, 25));
+            const pib_tensor p1 = d.f32(s.rows, n_tok, random_floats(s.rows * n_tok, 26));
+            const auto& vt = d.vt();
+            REQUIRE(vt.mul_mat_sparse(d.ctx(), &w0, &tx, &l.idx, &l.count, &y0) == PIB_OK);
+            REQUIRE(vt.mul_mat_sparse(d.ctx(), &w1, &tx, &l.idx, &l.count, &y1) == PIB_OK);
+            REQUIRE(vt.mul_mat_sparse2(d.ctx(), &w0, &w1, &tx, &l.idx, &l.count, &p0, &p1) ==
+                    PIB_OK);
+            CHECK(bitwise_equal(d.read_f32(p0), d.read_f32(y0)));
+            CHECK(bitwise_equal(d.read_f32(p1), d.read_f32(y1)));
+        }
+    }
+
+    cpu_device d;
+    const auto& vt = d.vt();
+    const pib_tensor w = d.f32(8, 5, random_floats(40, 27));
+    const pib_tensor x2 = d.f32(8, 2, random_floats(16, 28));
+    const auto l = upload_lists(d, {{0, 4}, {2}}, 2);
+    const pib_tensor y = d.zeros_f32(5, 2), y_other = d.zeros_f32(5, 2);
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &l.idx, &l.count, &y, &y_other) == PIB_OK);
+    CHECK(vt.mul_mat_sparse2(d.ctx(), nullptr, &w, &x2, &l.idx, &l.count, &y, &y_other) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &l.idx, &l.count, &y, nullptr) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    // One output for both, or one overlapping the other by a row.
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &l.idx, &l.count, &y, &y) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    const pib_tensor wide = d.zeros_f32(5, 3);
+    pib_tensor second_row = wide, first_rows = wide;
+    second_row.offset += wide.nb1;
+    second_row.ne1 = 2;
+    first_rows.ne1 = 2;
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &l.idx, &l.count, &first_rows, &second_row) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    // Matrices of different shapes, and a list index past the rows.
+    const pib_tensor w6 = d.f32(8, 6, random_floats(48, 29));
+    const pib_tensor y6 = d.zeros_f32(6, 2);
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w6, &x2, &l.idx, &l.count, &y, &y6) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    const auto past = upload_lists(d, {{0, 5}, {2}}, 2);
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &past.idx, &past.count, &y, &y_other) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    // A type neither kernel reads, in either place, fails before anything is written.
+    const std::vector<unsigned char> blocks(84 * 5, 0);
+    const pib_tensor q = d.raw(Q2_K, 256, 5, blocks.data());
+    const pib_tensor w256 = d.f32(256, 5, random_floats(256 * 5, 30));
+    const pib_tensor x256 = d.f32(256, 2, random_floats(512, 31));
+    const pib_tensor marked = d.f32(5, 2, std::vector<float>(10, 7.0f));
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &w256, &q, &x256, &l.idx, &l.count, &marked, &y_other) ==
+          PIB_ERR_UNSUPPORTED);
+    CHECK(d.read_f32(marked) == std::vector<float>(10, 7.0f));
+    CHECK(vt.mul_mat_sparse2(d.ctx(), &q, &w256, &x256, &l.idx, &l.count, &y, &y_other) ==
+          PIB_ERR_UNSUPPORTED);
+}
+
 TEST_CASE("axpy_sparse accumulates the listed rows of the transposed matrix into y") {
     struct ashape {
         int64_t n_out, n_ff, n_tok;

@@ -247,13 +247,18 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
                     const pib_tensor dense = d.zeros_f32(rows, n);
                     const pib_tensor sparse = d.zeros_f32(rows, n);
                     const pib_tensor acc = d.zeros_f32(cols, n);
+                    const pib_tensor pair0 = d.zeros_f32(rows, n), pair1 = d.zeros_f32(rows, n);
                     REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
                     REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) ==
                             PIB_OK);
                     REQUIRE(d.vt().axpy_sparse(d.ctx(), &wt, &ta, &l.idx, &l.count, &acc) ==
                             PIB_OK);
+                    REQUIRE(d.vt().mul_mat_sparse2(d.ctx(), &w, &wt, &tx, &l.idx, &l.count, &pair0,
+                                                   &pair1) == PIB_OK);
+                    // Each matrix of a pair gets the bits it gets alone.
+                    CHECK(bitwise_equal(d.read_f32(pair0), d.read_f32(sparse)));
                     auto out = d.read_f32(dense);
-                    for (const pib_tensor* t : {&sparse, &acc}) {
+                    for (const pib_tensor* t : {&sparse, &acc, &pair1}) {
                         const auto v = d.read_f32(*t);
                         out.insert(out.end(), v.begin(), v.end());
                     }
@@ -269,7 +274,7 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
                         CAPTURE(t);
                         const auto alone = run(d, t, 1);
                         std::vector<float> from_batch;
-                        const int64_t lens[] = {rows, rows, cols};
+                        const int64_t lens[] = {rows, rows, cols, rows};
                         int64_t base = 0;
                         for (int64_t len : lens) {
                             from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
@@ -300,11 +305,14 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
         for (int64_t cols : {96, 256, 352}) { // 3 and 11 blocks: a last register of one block
             CAPTURE(type);
             CAPTURE(cols);
-            const quantized q = quantize(type, cols, rows, 17);
+            const quantized q = quantize(type, cols, rows, 17), q2 = quantize(type, cols, rows, 19);
             const auto x = random_floats(static_cast<size_t>(cols * n_tok), 18);
-            const pi::cpu::weights w{reinterpret_cast<const std::byte*>(q.blocks.data()),
-                                     pi::row_bytes(static_cast<pi::ggml_type>(type), cols), cols,
-                                     wt};
+            const size_t row_bytes = pi::row_bytes(static_cast<pi::ggml_type>(type), cols);
+            const pi::cpu::weights w{reinterpret_cast<const std::byte*>(q.blocks.data()), row_bytes,
+                                     cols, wt};
+            // A pair sharing the lists, as an FFN's up and gate.
+            const pi::cpu::weights pair[2] = {
+                w, {reinterpret_cast<const std::byte*>(q2.blocks.data()), row_bytes, cols, wt}};
             // Rows 0, 2, 4, ... for every token, regrouped per row as the batch kernels take them.
             std::vector<int32_t> list, offsets = {0}, tokens;
             for (int32_t r = 0; r < rows; ++r) {
@@ -321,15 +329,20 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
                 for (int64_t t = 0; t < n_tok; ++t)
                     k.prepare_q(wt, x.data() + t * cols, blocks, stride, base + t * row);
                 const pi::cpu::quant_acts xa{base, stride};
-                // A batch, one token alone, a sparse list, and sparse batch lists.
-                std::vector<float> out(static_cast<size_t>(3 * rows * n_tok + rows), 0.0f);
+                // A batch, one token alone, a sparse list, sparse batch lists, and the pair.
+                std::vector<float> out(static_cast<size_t>(5 * rows * n_tok + rows), 0.0f);
                 k.mul_mat_q(w, 0, rows, xa, n_tok, {out.data(), rows * sizeof(float)});
                 k.mul_mat_q(w, 0, rows, xa, 1,
                             {out.data() + 3 * rows * n_tok, rows * sizeof(float)});
                 k.mul_rows_q(w, list.data(), static_cast<int64_t>(list.size()), xa,
                              out.data() + rows * n_tok);
-                k.mul_rows_batch_q(w, 0, rows, offsets.data(), tokens.data(), xa,
-                                   {out.data() + 2 * rows * n_tok, rows * sizeof(float)});
+                const pi::cpu::f32_rows_out one = {out.data() + 2 * rows * n_tok,
+                                                   rows * sizeof(float)};
+                k.mul_rows_batch_q(&w, 1, 0, rows, offsets.data(), tokens.data(), xa, &one);
+                const pi::cpu::f32_rows_out two[2] = {
+                    {out.data() + 4 * rows * n_tok + rows, rows * sizeof(float)},
+                    {out.data() + 3 * rows * n_tok + rows, rows * sizeof(float)}};
+                k.mul_rows_batch_q(pair, 2, 0, rows, offsets.data(), tokens.data(), xa, two);
                 return out;
             };
             CHECK(
