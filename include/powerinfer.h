@@ -165,6 +165,9 @@ typedef struct pi_model_info {
 
 /* What a budget would place where, without uploading anything: the planner's report (bytes per
  * category, hot neurons per layer) as NUL-terminated text. params->vram_budget must be >= 0.
+ * When params->offload_device names a GPU backend this machine lacks ("cuda" or "hip"), the
+ * estimate still succeeds, for a device that computes every weight type, and its first line
+ * says why that backend is unavailable.
  * On a short buffer returns PI_ERR_INVALID_ARGUMENT with *len set to the needed size (without
  * the NUL). */
 PI_API pi_status pi_model_estimate_memory(const char *path, const pi_model_params *params, char *report,

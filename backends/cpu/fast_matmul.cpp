@@ -143,30 +143,37 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
 int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, const view& idx,
                         const view& count, std::span<const view> y) {
     const simd_kernels& k = *c.simd;
+    if (w.empty() || w.size() > 2 || y.size() != w.size()) return PIB_ERR_INVALID_ARGUMENT;
     const auto n_mat = static_cast<int>(w.size());
     weights wr[2];
     f32_rows_out out[2];
     for (int m = 0; m < n_mat; ++m) {
         wr[m] = weights_of(w[m]);
         out[m] = out_rows(y[m]);
-        zero_rows(c, y[m]);
     }
     const bool quant = quantized(wr[0]);
     const quant_acts xq = quant ? prepare_activations(c, wr[0].type, x) : quant_acts{};
+    for (int m = 0; m < n_mat; ++m)
+        zero_rows(c, y[m]);
     if (x.ne1 == 1) {
         const int64_t n = count.row<const int32_t>(0)[0];
         const int32_t* list = idx.row<const int32_t>(0);
-        // Few, long chunks: each chunk starts its scattered rows cold.
-        const int64_t chunk = chunk_size(c, n, rows_for(w[0], decode_task_bytes), n, 8, 2);
-        for (int m = 0; m < n_mat; ++m) {
-            parallel_chunks(c, n, chunk, [&](int64_t k0, int64_t k1) {
+        // Few, long chunks: each chunk starts its scattered rows cold. The matrices' lists one
+        // after the other, in one parallel pass.
+        const int64_t chunk =
+            chunk_size(c, n_mat * n, rows_for(w[0], decode_task_bytes), n_mat * n, 8, 2);
+        parallel_chunks(c, n_mat * n, chunk, [&](int64_t e0, int64_t e1) {
+            for (int m = 0; m < n_mat; ++m) {
+                const int64_t k0 = std::max(e0, m * n) - m * n;
+                const int64_t k1 = std::min(e1, (m + 1) * n) - m * n;
+                if (k0 >= k1) continue;
                 if (quant)
                     k.mul_rows_q(wr[m], list + k0, k1 - k0, xq, y[m].row<float>(0));
                 else
                     k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(0),
                                y[m].row<float>(0));
-            });
-        }
+            }
+        });
         return PIB_OK;
     }
     const neuron_lists lists = by_neuron(c, idx, count, w[0].ne1, nullptr);

@@ -37,14 +37,15 @@ int64_t max_count(context& c, const view& idx, const view& count, int64_t limit)
     });
 }
 
-// Whether two F32 views share a byte.
+// Whether two F32 views share a byte (as addresses: they may lie in different buffers).
 bool overlap(const view& a, const view& b) {
-    auto end = [](const view& v) {
-        return v.base + static_cast<std::size_t>(v.ne1 - 1) * v.nb1 +
-               static_cast<std::size_t>(v.ne0) * sizeof(float);
-    };
     if (a.ne0 == 0 || a.ne1 == 0 || b.ne0 == 0 || b.ne1 == 0) return false;
-    return a.base < end(b) && b.base < end(a);
+    auto begin = [](const view& v) { return reinterpret_cast<std::uintptr_t>(v.base); };
+    auto end = [&](const view& v) {
+        return begin(v) + static_cast<std::uintptr_t>(v.ne1 - 1) * v.nb1 +
+               static_cast<std::uintptr_t>(v.ne0) * sizeof(float);
+    };
+    return begin(a) < end(b) && begin(b) < end(a);
 }
 
 // x and y fit a product with w: x F32 [cols][n_tok], y F32 [rows][n_tok].
@@ -71,18 +72,25 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
     });
 }
 
-int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tensor* idx,
-                   const pib_tensor* count, const pib_tensor* y) {
-    view vw, vx, vi, vc, vy;
-    if (const int s = make_views({{w, &vw}, {x, &vx}, {idx, &vi}, {count, &vc}, {y, &vy}});
-        s != PIB_OK)
-        return s;
-    if (!product_shaped(vw, vx, vy) || !lists_shaped(vi, vc, vx.ne1))
+namespace {
+
+// The checks of a row-sparse product of w, before anything is written: PIB_OK with the longest
+// list in `longest`, or the status to return.
+int check_sparse(context& c, const view& w, const view& x, const view& idx, const view& count,
+                 const view& y, int64_t& longest) {
+    if (!product_shaped(w, x, y) || !lists_shaped(idx, count, x.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
+    if (const int s = with_weight_rows(w, [](const auto&) { return PIB_OK; }); s != PIB_OK)
+        return s;
+    longest = max_count(c, idx, count, w.ne1);
+    return longest == invalid_list ? PIB_ERR_INVALID_ARGUMENT : PIB_OK;
+}
+
+// A checked row-sparse product.
+int sparse_product(context& c, const view& vw, const view& vx, const view& vi, const view& vc,
+                   const view& vy, int64_t longest) {
+    if (c.simd != nullptr) return fast_mul_mat_sparse(c, {&vw, 1}, vx, vi, vc, {&vy, 1});
     return with_weight_rows(vw, [&](const auto& rows) {
-        const int64_t longest = max_count(c, vi, vc, vw.ne1);
-        if (longest == invalid_list) return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr) return fast_mul_mat_sparse(c, {&vw, 1}, vx, vi, vc, {&vy, 1});
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
             for (int64_t r = c0; r < c1; ++r)
@@ -103,6 +111,19 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
     });
 }
 
+} // namespace
+
+int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tensor* idx,
+                   const pib_tensor* count, const pib_tensor* y) {
+    view vw, vx, vi, vc, vy;
+    if (const int s = make_views({{w, &vw}, {x, &vx}, {idx, &vi}, {count, &vc}, {y, &vy}});
+        s != PIB_OK)
+        return s;
+    int64_t longest = 0;
+    if (const int s = check_sparse(c, vw, vx, vi, vc, vy, longest); s != PIB_OK) return s;
+    return sparse_product(c, vw, vx, vi, vc, vy, longest);
+}
+
 int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, const pib_tensor* x,
                     const pib_tensor* idx, const pib_tensor* count, const pib_tensor* y0,
                     const pib_tensor* y1) {
@@ -116,20 +137,18 @@ int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, cons
                                   {y1, &vy[1]}});
         s != PIB_OK)
         return s;
-    if (!product_shaped(vw[0], vx, vy[0]) || !product_shaped(vw[1], vx, vy[1]) ||
-        !vw[0].same_shape(vw[1]) || !lists_shaped(vi, vc, vx.ne1) || overlap(vy[0], vy[1]))
-        return PIB_ERR_INVALID_ARGUMENT;
-    for (const view& w : vw)
-        if (const int s = with_weight_rows(w, [](const auto&) { return PIB_OK; }); s != PIB_OK)
-            return s;
+    if (!vw[0].same_shape(vw[1]) || overlap(vy[0], vy[1])) return PIB_ERR_INVALID_ARGUMENT;
+    int64_t longest = 0;
+    for (int m = 0; m < 2; ++m)
+        if (const int s = check_sparse(c, vw[m], vx, vi, vc, vy[m], longest); s != PIB_OK) return s;
     // Jointly where both matrices have one type: the fast kernels then prepare x and regroup the
     // lists once, and the rows of a quantized pair share each token's activations as they are
-    // read. Otherwise one after the other; the second call cannot fail where the first passed.
+    // read. Otherwise one after the other.
     if (c.simd == nullptr || vw[0].type != vw[1].type) {
-        if (const int s = mul_mat_sparse(c, w0, x, idx, count, y0); s != PIB_OK) return s;
-        return mul_mat_sparse(c, w1, x, idx, count, y1);
+        if (const int s = sparse_product(c, vw[0], vx, vi, vc, vy[0], longest); s != PIB_OK)
+            return s;
+        return sparse_product(c, vw[1], vx, vi, vc, vy[1], longest);
     }
-    if (max_count(c, vi, vc, vw[0].ne1) == invalid_list) return PIB_ERR_INVALID_ARGUMENT;
     return fast_mul_mat_sparse(c, vw, vx, vi, vc, vy);
 }
 

@@ -8,7 +8,9 @@
 // Q5_0 codes as stored, Q8_0 codes + 128 with VNNI), so that one u8 x s8 instruction (vpdpbusd,
 // or maddubs then madd without VNNI) gives int32 sums of four consecutive products; the offset
 // times the activations' code sums, precomputed, corrects them exactly. Without VNNI, Q8_0
-// codes stay signed (maddubs could saturate on codes + 128).
+// codes stay signed (maddubs could saturate on codes + 128). The batched sparse products turn
+// this around where they can (see liftable): activations unsigned (codes + 128), weight codes
+// signed, the correction computed from the weights once per row.
 //
 // Two kinds of products (see simd_kernels): the dense ones (mul_mat_q) scale each block's whole
 // int32 sum, the sparse ones (mul_rows_q, mul_rows_batch_q) each group of four codes. Both are
@@ -28,8 +30,9 @@
 // ones), pair_rows (the codes of rows a and a + 8 in register a, AVX-512; of row a, AVX2),
 // from_halves (a register of K blocks' eight lanes) and half_of (the eight floats of block k);
 // and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 + lane of a
-// word is set), srli, iand, ior, ixor, iset8, iset32, izero, and table16: whether lookup16
-// (16 floats indexed by the low four bits of each lane) and iota (0 .. 15) exist.
+// word is set), srli, iand, ior, ixor, isub8 (per byte), iset8, iset32, izero, ifirst (the
+// first block's lanes kept, the others zero; AVX-512 only), and table16: whether lookup16 (16
+// floats indexed by the low four bits of each lane) and iota (0 .. 15) exist.
 #include "cpu_simd.hpp"
 #include "quant/blocks.hpp"
 
@@ -164,8 +167,9 @@ template <class V> struct quant_impl {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), codes);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(groups_out + 8 * b), corr);
             _mm256_storeu_ps(d8 + 8 * b, _mm256_set1_ps(db));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(lifted + 32 * b),
-                                _mm256_xor_si256(codes, _mm256_set1_epi8(-128)));
+            if (offset > 0) // only the offset formats' batched sparse products read them
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(lifted + 32 * b),
+                                    _mm256_xor_si256(codes, _mm256_set1_epi8(-128)));
             words[2 * b] = __builtin_bit_cast(int32_t, db);
             words[2 * b + 1] = offset >= 0
                                    ? -offset * sum

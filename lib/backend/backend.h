@@ -76,7 +76,7 @@ typedef struct pib_device_info {
     size_t memory_free;   /* bytes */
     int32_t host_visible; /* 1 when buffers are plain host memory (pointers usable in place) */
     /* Bit PIB_TYPE_BIT(t) set: ggml type t is accepted as weights by mul_mat, mul_mat_sparse,
-     * axpy_sparse and get_rows. */
+     * mul_mat_sparse2, axpy_sparse and get_rows. */
     uint64_t weight_types;
 } pib_device_info;
 
@@ -115,7 +115,7 @@ typedef struct pib_vtable {
                           const pib_tensor *count, const pib_tensor *y);
     /* Two row-sparse mat-muls sharing x and the lists, as an FFN's up and gate: y0 as
      * mul_mat_sparse(w0, x, idx, count, y0) and y1 as mul_mat_sparse(w1, x, idx, count, y1),
-     * w0 and w1 of one shape, y0 and y1 not overlapping. Optional: NULL where a backend has no
+     * w0 and w1 of one shape, y0 and y1 overlapping neither each other nor an input. Optional: NULL where a backend has no
      * joint form; callers then call mul_mat_sparse twice (pi::device::mul_mat_sparse2 does). */
     int (*mul_mat_sparse2)(void *ctx, const pib_tensor *w0, const pib_tensor *w1,
                            const pib_tensor *x, const pib_tensor *idx, const pib_tensor *count,

@@ -615,13 +615,10 @@ void context::ffn_block(size_t il, int32_t n) {
         layer_active_[il] += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
         if (n == 1) {
-            // On the CPU the accumulate skips listed rows whose activation is zero (a predictor's
-            // false positives) and never reads them.
-            const uint64_t down =
-                cpu_ffn ? nonzero_activations(std::span<const int32_t>(
-                              reinterpret_cast<const int32_t*>(host_base_ + a.idx.offset),
-                              static_cast<size_t>(counts_host_[0])))
-                        : active;
+            // The accumulate skips listed rows whose activation is zero (a predictor's false
+            // positives) and never reads them; counted where the whole FFN ran on the host (a
+            // hybrid or device layer counts every listed row).
+            const uint64_t down = cpu_ffn ? nonzero_activations() : active;
             stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
                                    active * (w.up.nb1 + w.gate.nb1) + down * w.down_t.nb1;
         }
@@ -662,13 +659,6 @@ uint64_t context::nonzero_activations() {
     const auto* act = reinterpret_cast<const float*>(host_base_ + at_->u.offset);
     return static_cast<uint64_t>(
         std::count_if(act, act + model_.hp().n_ff, [](float v) { return v != 0.0f; }));
-}
-
-uint64_t context::nonzero_activations(std::span<const int32_t> rows) {
-    dev_->run("synchronize", &pib_vtable::synchronize);
-    const auto* act = reinterpret_cast<const float*>(host_base_ + at_->u.offset);
-    return static_cast<uint64_t>(
-        std::count_if(rows.begin(), rows.end(), [&](int32_t r) { return act[r] != 0.0f; }));
 }
 
 std::span<const float> context::logits(int32_t i) const noexcept {

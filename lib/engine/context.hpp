@@ -96,10 +96,9 @@ class context {
     void store_and_attend(device& dv, const arena_layout& a, size_t il, int32_t n);
     void project_out(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void ffn_block(size_t il, int32_t n);
-    // Of a decoded token's FFN activations in the host arena, those that are nonzero, of all
-    // n_ff or of `rows`: the rows of ffn_down_t the accumulate reads.
+    // A decoded token's nonzero FFN activations in the host arena: the rows of ffn_down_t the
+    // accumulate reads (sparse products write 0 for unlisted neurons, so they count none).
     uint64_t nonzero_activations();
-    uint64_t nonzero_activations(std::span<const int32_t> rows);
     void predict(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void device_ffn(size_t il, int32_t n);
     void lists_to_host(int32_t n);

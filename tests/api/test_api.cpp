@@ -367,11 +367,10 @@ TEST_CASE("bad offload parameters are rejected and the estimate reports a placem
 
 TEST_CASE("the estimate plans for a named GPU backend this machine lacks, and says so") {
     if (!have_vocab()) return;
-    const std::string sys = pi_system_info();
     pi_model_params mp = pi_model_default_params();
     mp.vram_budget = 16.0 * 1024 * 1024;
     for (const char* name : {"cuda", "hip"}) {
-        CAPTURE(name);
+        CAPTURE(std::string(name));
         mp.offload_device = name;
         std::vector<char> report(1 << 16);
         size_t len = 0;

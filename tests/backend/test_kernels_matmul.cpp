@@ -157,8 +157,9 @@ TEST_CASE("mul_mat_sparse2 gives each matrix the bits of its own mul_mat_sparse,
             CAPTURE(type1);
             CAPTURE(n_tok);
             cpu_device d(2);
-            const pib_tensor w0 = d.typed(type0, s.cols, s.rows, weights(type0, 96 * 41, 23));
-            const pib_tensor w1 = d.typed(type1, s.cols, s.rows, weights(type1, 96 * 41, 24));
+            const auto n = static_cast<size_t>(s.cols * s.rows);
+            const pib_tensor w0 = d.typed(type0, s.cols, s.rows, weights(type0, n, 23));
+            const pib_tensor w1 = d.typed(type1, s.cols, s.rows, weights(type1, n, 24));
             const pib_tensor tx =
                 d.f32(s.cols, n_tok, std::span<const float>(x.data(), s.cols * n_tok));
             const auto l = upload_lists(
