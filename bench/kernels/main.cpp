@@ -267,8 +267,8 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
         active_lists(ff, 1, 1.0, 7, all_idx, all_count);
         const pib_tensor tai = b.scratch(pi::ggml_type::i32, ff, 1, all_idx.data());
         const pib_tensor tac = b.scratch(pi::ggml_type::i32, 1, 1, all_count.data());
-        measure("axpy Q4_0 2048x5632 all rows", q4_bytes, all_copies,
-                static_cast<double>(q4_bytes), 0, [&](size_t off) {
+        measure("axpy Q4_0 2048x5632 all rows", q4_bytes, all_copies, static_cast<double>(q4_bytes),
+                0, [&](size_t off) {
                     const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
                     vt.axpy_sparse(b.ctx(), &tw, &ta, &tai, &tac, &tyd);
                 });
@@ -306,11 +306,19 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
             const pib_tensor ti = b.scratch(pi::ggml_type::i32, ff, n_tok, idx.data());
             const pib_tensor tc = b.scratch(pi::ggml_type::i32, n_tok, 1, count.data());
             const double flops = 2.0 * d * std::accumulate(count.begin(), count.end(), 0.0);
-            if (fraction < 1.0)
+            if (fraction < 1.0) {
                 measure("sparse mat-mat " + what, bytes, 8, 0, flops, [&](size_t off) {
                     const pib_tensor tw = b.weight(type, d, ff, off);
                     vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
                 });
+                // An FFN's up and gate: two matrices sharing the lists, in one call.
+                const pib_tensor ty2 = b.scratch(pi::ggml_type::f32, ff, n_tok);
+                measure("sparse mat-mat pair " + what, 2 * bytes, 8, 0, 2 * flops, [&](size_t off) {
+                    const pib_tensor tw0 = b.weight(type, d, ff, off);
+                    const pib_tensor tw1 = b.weight(type, d, ff, off + bytes);
+                    vt.mul_mat_sparse2(b.ctx(), &tw0, &tw1, &tx, &ti, &tc, &ty, &ty2);
+                });
+            }
             measure("sparse axpy " + what, bytes, 8, 0, flops, [&](size_t off) {
                 const pib_tensor tw = b.weight(type, d, ff, off);
                 vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
