@@ -85,19 +85,18 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
         r.reset_gpu_index = true;
         r.kv_n_ctx = 64;
-        const planner::plan_input in =
+        // The planner's own totals for everything on the device: the budget is what the dense
+        // part, KV cache and scratch take, plus the fraction of the FFN.
+        planner::plan_input everything =
             plan_input_for(*m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
-        uint64_t fixed =
-                     in.scratch_bytes + in.output_bytes + in.kv_bytes_per_layer * in.layers.size(),
-                 ffn = 0;
-        for (const auto& l : in.layers) {
-            fixed +=
-                l.attn_bytes + l.ffn_norm_bytes + (l.predictor_supported ? l.predictor_bytes : 0);
-            ffn += l.neuron_bytes * static_cast<uint64_t>(l.n_ff) +
-                   4 * static_cast<uint64_t>(l.n_ff) + 512;
-        }
-        r.budget = static_cast<int64_t>(fixed +
-                                        static_cast<uint64_t>(fraction * static_cast<double>(ffn)));
+        everything.budget = uint64_t{1} << 50;
+        for (const auto& l : everything.layers)
+            everything.frequencies.emplace_back(static_cast<size_t>(l.n_ff), 1.0f);
+        const planner::plan all = planner::make_plan(everything);
+        REQUIRE(all.bytes_ffn > 0);
+        r.budget = static_cast<int64_t>(
+            all.bytes_total - all.bytes_ffn +
+            static_cast<uint64_t>(fraction * static_cast<double>(all.bytes_ffn)));
         const offload_result placed = place_on_device(*m, std::move(dev), r);
         REQUIRE(placed.placed);
         CHECK(placed.plan.attn_on_device[0]);
