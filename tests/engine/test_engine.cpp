@@ -369,6 +369,31 @@ TEST_CASE("decode statistics count the bytes a sparse token reads, fewer than a 
     CHECK(cs.stats().decode_bytes < cd.stats().decode_bytes);
 }
 
+namespace {
+
+// The bytes of weights and KV cache the decode steps after a 4-token prompt would read if every
+// row of ffn_down_t were read (step k sees 5 + k cache cells), with the predictor's when
+// `predictor`; and, through down_t, what ffn_down_t contributes to that.
+uint64_t every_row_bytes(const model& m, bool predictor, uint64_t& down_t) {
+    auto bytes = [](const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * t.ne1; };
+    const hparams& h = m.hp();
+    uint64_t every_row = 0;
+    down_t = 0;
+    for (uint64_t cells = 5; cells <= prompt.size(); ++cells) {
+        every_row += bytes(m.output()) + bytes(m.output_norm()) + m.token_embd().nb1;
+        for (const layer_weights& w : m.layers()) {
+            every_row += bytes(w.attn_norm) + bytes(w.wq) + bytes(w.wk) + bytes(w.wv) +
+                         bytes(w.wo) + 2 * cells * row_bytes(ggml_type::f16, h.n_embd_kv()) +
+                         bytes(w.ffn_norm) + bytes(w.up) + bytes(w.gate) + bytes(w.down_t);
+            if (predictor) every_row += bytes(w.fc1) + bytes(w.fc2);
+            down_t += bytes(w.down_t);
+        }
+    }
+    return every_row;
+}
+
+} // namespace
+
 TEST_CASE("a dense decode step on a sparse file counts only the ffn_down_t rows with a nonzero "
           "activation") {
     if (!have_vocab()) return;
@@ -379,19 +404,8 @@ TEST_CASE("a dense decode step on a sparse file counts only the ffn_down_t rows 
     cd.decode(batch_view{std::span<const int32_t>(prompt.data(), 4), {}, {}});
     for (size_t i = 4; i < prompt.size(); ++i)
         cd.decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
-    auto bytes = [](const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * t.ne1; };
-    const hparams& h = md->hp();
-    // What the steps read if every row of ffn_down_t were read: step k sees 5 + k cache cells.
-    uint64_t every_row = 0, down_t = 0;
-    for (uint64_t cells = 5; cells <= prompt.size(); ++cells) {
-        every_row += bytes(md->output()) + bytes(md->output_norm()) + md->token_embd().nb1;
-        for (const layer_weights& w : md->layers()) {
-            every_row += bytes(w.attn_norm) + bytes(w.wq) + bytes(w.wk) + bytes(w.wv) +
-                         bytes(w.wo) + 2 * cells * row_bytes(ggml_type::f16, h.n_embd_kv()) +
-                         bytes(w.ffn_norm) + bytes(w.up) + bytes(w.gate) + bytes(w.down_t);
-            down_t += bytes(w.down_t);
-        }
-    }
+    uint64_t down_t = 0;
+    const uint64_t every_row = every_row_bytes(*md, false, down_t);
     // The ReLU zeroes most activations, and the accumulate skips their rows.
     CHECK(cd.stats().decode_bytes < every_row - down_t / 2);
     CHECK(cd.stats().decode_bytes > every_row - down_t);
@@ -411,19 +425,8 @@ TEST_CASE("a sparse decode step counts only the listed ffn_down_t rows with a no
     for (size_t i = 4; i < prompt.size(); ++i)
         cs.decode(batch_view{std::span<const int32_t>(&prompt[i], 1), {}, {}});
     CHECK(cs.stats().ffn_active_neurons == cs.stats().ffn_total_neurons);
-    auto bytes = [](const pib_tensor& t) { return static_cast<uint64_t>(t.nb1) * t.ne1; };
-    const hparams& h = ms->hp();
-    uint64_t every_row = 0, down_t = 0;
-    for (uint64_t cells = 5; cells <= prompt.size(); ++cells) {
-        every_row += bytes(ms->output()) + bytes(ms->output_norm()) + ms->token_embd().nb1;
-        for (const layer_weights& w : ms->layers()) {
-            every_row += bytes(w.attn_norm) + bytes(w.wq) + bytes(w.wk) + bytes(w.wv) +
-                         bytes(w.wo) + 2 * cells * row_bytes(ggml_type::f16, h.n_embd_kv()) +
-                         bytes(w.ffn_norm) + bytes(w.fc1) + bytes(w.fc2) + bytes(w.up) +
-                         bytes(w.gate) + bytes(w.down_t);
-            down_t += bytes(w.down_t);
-        }
-    }
+    uint64_t down_t = 0;
+    const uint64_t every_row = every_row_bytes(*ms, true, down_t);
     CHECK(after_prompt.decode_bytes == 0);
     CHECK(cs.stats().decode_bytes < every_row - down_t / 2);
     CHECK(cs.stats().decode_bytes > every_row - down_t);
