@@ -74,7 +74,14 @@ struct f32_rows_out {
 
 // One (token, query head) of causal attention: q and out hold head_dim floats; k and v point at
 // the head's first element in cache row 0.
+// Query heads one attend call takes at most: heads sharing a cache head (grouped-query
+// attention) share each cache row's conversion.
+inline constexpr int attend_heads = 8;
+
+// n_heads query heads sharing one cache head: head h reads q + h * head_dim and writes
+// out + h * head_dim.
 struct attend_args {
+    int32_t n_heads;
     const float* q;
     const std::byte* k;
     std::size_t k_stride;

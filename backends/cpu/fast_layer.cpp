@@ -33,18 +33,27 @@ int fast_attention(context& c, const view& q, const view& k, const view& v, cons
     const int32_t group = p.n_head / p.n_head_kv;
     const std::size_t k_elem = k.is(ggml_type::f16) ? sizeof(uint16_t) : sizeof(float);
     const std::size_t v_elem = v.is(ggml_type::f16) ? sizeof(uint16_t) : sizeof(float);
-    const int64_t items = q.ne1 * p.n_head;
-    const int64_t work = std::max<int64_t>(1, 2 * static_cast<int64_t>(p.n_kv) * p.head_dim);
+    // An item: up to attend_heads query heads of one token that share a cache head.
+    const int32_t parts = (group + attend_heads - 1) / attend_heads;
+    const int32_t per_part = (group + parts - 1) / parts;
+    const int64_t items = q.ne1 * p.n_head_kv * parts;
+    const int64_t work =
+        std::max<int64_t>(1, 2 * static_cast<int64_t>(p.n_kv) * p.head_dim * per_part);
     const int64_t chunk =
         chunk_size(c, items, std::max<int64_t>(1, task_elements / work), items, 1);
     const int32_t* qp = q_pos.row<const int32_t>(0);
     const int32_t* kp = kv_pos.row<const int32_t>(0);
     parallel_chunks(c, items, chunk, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
-            const int64_t t = i / p.n_head, h = i % p.n_head;
+            const int64_t t = i / (p.n_head_kv * parts), rest = i % (p.n_head_kv * parts);
+            const int64_t kv_head = rest / parts, part = rest % parts;
+            const int64_t h = kv_head * group + part * per_part;
+            const auto n_heads =
+                static_cast<int32_t>(std::min<int64_t>(per_part, (kv_head + 1) * group - h));
             const int64_t col = h * p.head_dim;
-            const auto kv_col = static_cast<std::size_t>((h / group) * p.head_dim);
+            const auto kv_col = static_cast<std::size_t>(kv_head * p.head_dim);
             s.attend(attend_args{
+                .n_heads = n_heads,
                 .q = q.row<const float>(t) + col,
                 .k = k.base + kv_col * k_elem,
                 .k_stride = k.nb1,

@@ -541,74 +541,147 @@ template <class V> struct impl {
         return V::first(exp(V::set1(x)));
     }
 
-    // Online softmax over blocks of cache rows: scores of a block, then the running maximum,
-    // sum and weighted V rows (accumulated in out) are rescaled when the maximum grows.
+    // Cache rows an attention step scores at once.
+    static constexpr int attend_block = 64;
+
+    // y_h[c0 .. c1) = fma(cf[h][v + G-1], w[G-1], ... fma(cf[h][v], w[0], y_h)) for the nh heads h:
+    // axpy_group's chain for each head, each row vector converted once for all heads.
+    template <class W, int G>
+    static void axpy_heads(const W* const* w, const float (*cf)[attend_block], int64_t v, int nh,
+                           float* const* y, int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; c += L) {
+            const int64_t n = lo(L, c1 - c);
+            vec wv[G];
+#pragma GCC unroll 8
+            for (int g = 0; g < G; ++g)
+                wv[g] = n == L ? V::load(w[g] + c) : V::load_n(w[g] + c, n);
+            for (int h = 0; h < nh; ++h) {
+                vec acc = n == L ? V::load(y[h] + c) : V::load_n(y[h] + c, n);
+#pragma GCC unroll 8
+                for (int g = 0; g < G; ++g)
+                    acc = V::fma(V::set1(cf[h][v + g]), wv[g], acc);
+                if (n == L)
+                    V::store(y[h] + c, acc);
+                else
+                    V::store_n(y[h] + c, acc, n);
+            }
+        }
+    }
+
+    template <class W, int G = axpy_rows_at_once>
+    static void axpy_heads_any(int g, const W* const* w, const float (*cf)[attend_block], int64_t v,
+                               int nh, float* const* y, int64_t c0, int64_t c1) {
+        if constexpr (G > 1) {
+            if (g < G) return axpy_heads_any<W, G - 1>(g, w, cf, v, nh, y, c0, c1);
+        }
+        axpy_heads<W, G>(w, cf, v, nh, y, c0, c1);
+    }
+
+    // Online softmax over blocks of cache rows, for the a.n_heads query heads that share the
+    // cache's head: scores of a block, then each head's running maximum, sum and weighted V rows
+    // (accumulated in its out) are rescaled when its maximum grows. Every head gets the bits it
+    // would get alone (dot_tile and axpy_heads keep each head's chains); the heads share each
+    // cache row's conversion.
     template <class K, class VC> static void attend_t(const attend_args& a) {
-        constexpr int block = 64;
-        constexpr int R = V::decode_rows;
+        constexpr int H = attend_heads;
         constexpr int G = axpy_rows_at_once;
+        static_assert(H >= attend_tile_heads);
+        const int nh = a.n_heads;
         const int64_t hd = a.head_dim;
-        float* out = a.out;
-        for (int64_t c = 0; c < hd; c += L)
-            V::store_n(out + c, V::zero(), lo(L, hd - c));
-        float max = -__builtin_inff();
-        float sum = 0.0f;
-        const float* qp[1] = {a.q};
-        float s[block];
-        int32_t vis[block];
-        for (int64_t j0 = 0; j0 < a.n_kv; j0 += block) {
-            const int64_t j1 = lo(j0 + block, a.n_kv);
+        const float* qp[H];
+        float* out[H];
+        float max[H], sum[H];
+        for (int h = 0; h < nh; ++h) {
+            qp[h] = a.q + h * hd;
+            out[h] = a.out + h * hd;
+            for (int64_t c = 0; c < hd; c += L)
+                V::store_n(out[h] + c, V::zero(), lo(L, hd - c));
+            max[h] = -__builtin_inff();
+            sum[h] = 0.0f;
+        }
+        alignas(64) float s[H][attend_block];
+        int32_t vis[attend_block];
+        for (int64_t j0 = 0; j0 < a.n_kv; j0 += attend_block) {
+            const int64_t j1 = lo(j0 + attend_block, a.n_kv);
             int nv = 0;
             for (int64_t j = j0; j < j1; ++j)
                 if (a.kv_pos[j] >= 0 && a.kv_pos[j] <= a.q_pos) vis[nv++] = static_cast<int32_t>(j);
             if (nv == 0) continue;
-            for (int v = 0; v < nv; v += R) {
-                const int nr = static_cast<int>(lo(R, nv - v));
-                const K* kp[R];
-                for (int i = 0; i < nr; ++i)
-                    kp[i] = reinterpret_cast<const K*>(a.k + static_cast<std::size_t>(vis[v + i]) *
-                                                                 a.k_stride);
-                float d[R];
-                tile<K, R, 1>(nr, 1, kp, qp, hd, d);
-                for (int i = 0; i < nr; ++i)
-                    s[v + i] = d[i] * a.scale;
-            }
-            float block_max = s[0];
-            for (int v = 1; v < nv; ++v)
-                if (s[v] > block_max) block_max = s[v];
-            if (block_max > max) {
-                if (sum > 0.0f) {
-                    const float f = exp1(max - block_max);
-                    sum *= f;
-                    const vec fv = V::set1(f);
-                    for (int64_t c = 0; c < hd; c += L) {
-                        const int64_t n = lo(L, hd - c);
-                        V::store_n(out + c, V::mul(V::load_n(out + c, n), fv), n);
+            scores<K>(a, vis, nv, qp, nh, s);
+            for (int h = 0; h < nh; ++h) {
+                float* sh = s[h];
+                float block_max = sh[0];
+                for (int v = 1; v < nv; ++v)
+                    if (sh[v] > block_max) block_max = sh[v];
+                if (block_max > max[h]) {
+                    if (sum[h] > 0.0f) {
+                        const float f = exp1(max[h] - block_max);
+                        sum[h] *= f;
+                        const vec fv = V::set1(f);
+                        for (int64_t c = 0; c < hd; c += L) {
+                            const int64_t n = lo(L, hd - c);
+                            V::store_n(out[h] + c, V::mul(V::load_n(out[h] + c, n), fv), n);
+                        }
                     }
+                    max[h] = block_max;
                 }
-                max = block_max;
+                const vec mv = V::set1(max[h]);
+                for (int v = 0; v < nv; v += L) {
+                    const int64_t n = lo(L, nv - v);
+                    V::store_n(sh + v, exp(V::sub(V::load_n(sh + v, n), mv)), n);
+                }
+                for (int v = 0; v < nv; ++v)
+                    sum[h] += sh[v];
             }
-            const vec mv = V::set1(max);
-            for (int v = 0; v < nv; v += L) {
-                const int64_t n = lo(L, nv - v);
-                V::store_n(s + v, exp(V::sub(V::load_n(s + v, n), mv)), n);
-            }
-            for (int v = 0; v < nv; ++v)
-                sum += s[v];
             for (int v = 0; v < nv; v += G) {
                 const int g = static_cast<int>(lo(G, nv - v));
                 const VC* vp[G];
                 for (int i = 0; i < g; ++i)
                     vp[i] = reinterpret_cast<const VC*>(a.v + static_cast<std::size_t>(vis[v + i]) *
                                                                   a.v_stride);
-                axpy_any<VC>(g, vp, s + v, out, 0, hd);
+                axpy_heads_any<VC>(g, vp, s, v, nh, out, 0, hd);
             }
         }
-        if (sum > 0.0f) {
-            const vec sv = V::set1(sum);
+        for (int h = 0; h < nh; ++h) {
+            if (sum[h] <= 0.0f) continue;
+            const vec sv = V::set1(sum[h]);
             for (int64_t c = 0; c < hd; c += L) {
                 const int64_t n = lo(L, hd - c);
-                V::store_n(out + c, V::div(V::load_n(out + c, n), sv), n);
+                V::store_n(out[h] + c, V::div(V::load_n(out[h] + c, n), sv), n);
+            }
+        }
+    }
+
+    // Query heads one score tile takes: two cache rows times HT heads fill half the registers.
+    static constexpr int attend_tile_heads = V::lanes == 16 ? 8 : 4;
+
+    // s[h][v] = scale * k[vis[v]] . q[h] for the nv visible rows and nh heads: one head alone
+    // takes decode_rows rows at a time, several heads two rows (each converted once) for up to
+    // attend_tile_heads heads.
+    template <class K>
+    static void scores(const attend_args& a, const int32_t* vis, int nv, const float* const* qp,
+                       int nh, float (*s)[attend_block]) {
+        constexpr int R = V::decode_rows, HT = attend_tile_heads;
+        const int step = nh == 1 ? R : 2;
+        for (int v = 0; v < nv; v += step) {
+            const int nr = static_cast<int>(lo(step, nv - v));
+            const K* kp[R];
+            for (int i = 0; i < nr; ++i)
+                kp[i] = reinterpret_cast<const K*>(a.k + static_cast<std::size_t>(vis[v + i]) *
+                                                             a.k_stride);
+            float d[R * HT];
+            if (nh == 1) {
+                tile<K, R, 1>(nr, 1, kp, qp, a.head_dim, d);
+                for (int i = 0; i < nr; ++i)
+                    s[0][v + i] = d[i] * a.scale;
+                continue;
+            }
+            for (int h0 = 0; h0 < nh; h0 += HT) {
+                const int nt = static_cast<int>(lo(HT, nh - h0));
+                tile<K, 2, HT>(nr, nt, kp, qp + h0, a.head_dim, d);
+                for (int i = 0; i < nr; ++i)
+                    for (int h = 0; h < nt; ++h)
+                        s[h0 + h][v + i] = d[i * nt + h] * a.scale;
             }
         }
     }

@@ -106,6 +106,10 @@ TEST_CASE("attention matches naive causal attention for MHA, GQA and MQA with F3
         {6, 2, 10, 21, 21, 0.0f}, // GQA
         {3, 1, 7, 9, 11, 0.0f},   // MQA, odd head_dim
         {2, 2, 5, 1, 1, 0.0f},    // a single cache row
+        // Groups of 10 and 18 heads: more than one call takes, and more than one score tile;
+        // more cache rows than one softmax block.
+        {20, 2, 20, 37, 40, 0.0f},
+        {18, 1, 64, 70, 70, 0.0f},
     };
     const std::pair<uint32_t, uint32_t> kv_types[] = {{F32, F32}, {F16, F16}, {F16, F32}};
     for (attn_case c : cases) {
@@ -127,6 +131,41 @@ TEST_CASE("attention matches naive causal attention for MHA, GQA and MQA with F3
             // Token 0 (position 1) sees no cache row: its output is all zeros.
             for (int64_t i = 0; i < int64_t{c.n_head} * c.head_dim; ++i)
                 CHECK(got[0][i] == 0.0f);
+        }
+    }
+}
+
+TEST_CASE("a query head gets the same bits whether its cache head is shared with other heads or "
+          "its own") {
+    // Grouped-query attention scores and sums a cache row for several heads at once; every head
+    // must get the bits of multi-head attention over a cache where each head has its own copy.
+    for (const attn_case c0 :
+         {attn_case{20, 2, 20, 37, 40, 0.0f}, attn_case{8, 1, 64, 70, 70, 0.0f},
+          attn_case{6, 3, 12, 21, 21, 0.0f}}) {
+        attn_case c = c0;
+        c.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        CAPTURE(c.n_head);
+        CAPTURE(c.n_head_kv);
+        const attn_data grouped = make_data(c, F16, 31);
+        attn_case mha = c;
+        mha.n_head_kv = c.n_head;
+        attn_data own = grouped;
+        own.k.clear();
+        own.v.clear();
+        const int32_t group = c.n_head / c.n_head_kv;
+        for (int64_t j = 0; j < c.cache_rows; ++j)
+            for (int32_t h = 0; h < c.n_head; ++h)
+                for (int32_t e = 0; e < c.head_dim; ++e) {
+                    const size_t at =
+                        static_cast<size_t>((j * c.n_head_kv + h / group) * c.head_dim + e);
+                    own.k.push_back(grouped.k[at]);
+                    own.v.push_back(grouped.v[at]);
+                }
+        for (int32_t level : fast_levels()) {
+            CAPTURE(level);
+            cpu_device dev(2, 0, level);
+            CHECK(bitwise_equal(run_attention(dev, c, grouped, F16, F16),
+                                run_attention(dev, mha, own, F16, F16)));
         }
     }
 }
