@@ -636,9 +636,7 @@ template <class V> struct impl {
             for (int v = 0; v < nv; v += G) {
                 const int g = static_cast<int>(lo(G, nv - v));
                 const VC* vp[G];
-                for (int i = 0; i < g; ++i)
-                    vp[i] = reinterpret_cast<const VC*>(a.v + static_cast<std::size_t>(vis[v + i]) *
-                                                                  a.v_stride);
+                cache_rows(a.v, a.v_stride, vis + v, g, vp);
                 axpy_heads_any<VC>(g, vp, s, v, nh, out, 0, hd);
             }
         }
@@ -650,6 +648,14 @@ template <class V> struct impl {
                 V::store_n(out[h] + c, V::div(V::load_n(out[h] + c, n), sv), n);
             }
         }
+    }
+
+    // The cache rows rows[0 .. n) of a K or V cache.
+    template <class T>
+    static void cache_rows(const std::byte* base, std::size_t stride, const int32_t* rows, int n,
+                           const T** out) {
+        for (int i = 0; i < n; ++i)
+            out[i] = reinterpret_cast<const T*>(base + static_cast<std::size_t>(rows[i]) * stride);
     }
 
     // Query heads one score tile takes: two cache rows times HT heads fill half the registers.
@@ -666,9 +672,7 @@ template <class V> struct impl {
         for (int v = 0; v < nv; v += step) {
             const int nr = static_cast<int>(lo(step, nv - v));
             const K* kp[R];
-            for (int i = 0; i < nr; ++i)
-                kp[i] = reinterpret_cast<const K*>(a.k + static_cast<std::size_t>(vis[v + i]) *
-                                                             a.k_stride);
+            cache_rows(a.k, a.k_stride, vis + v, nr, kp);
             float d[R * HT];
             if (nh == 1) {
                 tile<K, R, 1>(nr, 1, kp, qp, a.head_dim, d);
