@@ -224,45 +224,51 @@ template <class V> struct impl {
 
     // ---- accumulation of scaled rows ----
 
-    // y[c0 .. c1) = fma(cf[G-1], w[G-1], ... fma(cf[0], w[0], y)) element by element.
-    template <class W, int G, bool P>
-    static void axpy_group(const W* const* w, const float* cf, float* y, int64_t c0, int64_t c1,
-                           const W* const* next) {
+    // y_h[c0 .. c1) = fma(cf[h][G-1], w[G-1], ... fma(cf[h][0], w[0], y_h)) element by element,
+    // for the ny outputs y_h: each row vector is read and converted once for all of them. Many:
+    // ny may exceed one (attention's heads sharing a cache head); otherwise the coefficients
+    // stay in registers. With P, the rows `next` are fetched into L1 at the pace these are read.
+    template <class W, int G, bool P, bool Many>
+    static void axpy_group(const W* const* w, const float* const* cf, int ny, float* const* y,
+                           int64_t c0, int64_t c1, const W* const* next) {
         vec a[G];
+        if constexpr (!Many) {
 #pragma GCC unroll 8
-        for (int g = 0; g < G; ++g)
-            a[g] = V::set1(cf[g]);
-        int64_t c = c0;
-        for (; c + L <= c1; c += L) {
-            vec acc = V::load(y + c);
+            for (int g = 0; g < G; ++g)
+                a[g] = V::set1(cf[0][g]);
+        }
+        for (int64_t c = c0; c < c1; c += L) {
+            const int64_t n = lo(L, c1 - c);
+            vec wv[G];
 #pragma GCC unroll 8
             for (int g = 0; g < G; ++g) {
                 if constexpr (P) {
                     if (line_start<W>(c)) V::prefetch(next[g] + c);
                 }
-                acc = V::fma(a[g], V::load(w[g] + c), acc);
+                wv[g] = n == L ? V::load(w[g] + c) : V::load_n(w[g] + c, n);
             }
-            V::store(y + c, acc);
-        }
-        if (c < c1) {
-            const int64_t n = c1 - c;
-            vec acc = V::load_n(y + c, n);
+            for (int h = 0; h < (Many ? ny : 1); ++h) {
+                vec acc = n == L ? V::load(y[h] + c) : V::load_n(y[h] + c, n);
 #pragma GCC unroll 8
-            for (int g = 0; g < G; ++g)
-                acc = V::fma(a[g], V::load_n(w[g] + c, n), acc);
-            V::store_n(y + c, acc, n);
+                for (int g = 0; g < G; ++g)
+                    acc = V::fma(Many ? V::set1(cf[h][g]) : a[g], wv[g], acc);
+                if (n == L)
+                    V::store(y[h] + c, acc);
+                else
+                    V::store_n(y[h] + c, acc, n);
+            }
         }
     }
 
     static constexpr int axpy_rows_at_once = 4;
 
-    template <class W, int G = axpy_rows_at_once>
-    static void axpy_any(int g, const W* const* w, const float* cf, float* y, int64_t c0,
-                         int64_t c1) {
+    template <class W, bool Many, int G = axpy_rows_at_once>
+    static void axpy_any(int g, const W* const* w, const float* const* cf, int ny, float* const* y,
+                         int64_t c0, int64_t c1) {
         if constexpr (G > 1) {
-            if (g < G) return axpy_any<W, G - 1>(g, w, cf, y, c0, c1);
+            if (g < G) return axpy_any<W, Many, G - 1>(g, w, cf, ny, y, c0, c1);
         }
-        axpy_group<W, G, false>(w, cf, y, c0, c1, nullptr);
+        axpy_group<W, G, false, Many>(w, cf, ny, y, c0, c1, nullptr);
     }
 
     // Quantized rows, a group of listed rows at a time: NB blocks of y stay in registers while
@@ -373,13 +379,15 @@ template <class V> struct impl {
         const W* cur[G];
         const W* next[G];
         float cur_cf[G], next_cf[G];
+        const float* const cfs[1] = {cur_cf};
+        float* const ys[1] = {y};
         int n_cur = gather(cur, cur_cf);
         while (n_cur > 0) {
             const int n_next = gather(next, next_cf);
             if (n_cur == G && n_next == G)
-                axpy_group<W, G, true>(cur, cur_cf, y, c0, c1, next);
+                axpy_group<W, G, true, false>(cur, cfs, 1, ys, c0, c1, next);
             else
-                axpy_any<W>(n_cur, cur, cur_cf, y, c0, c1);
+                axpy_any<W, false>(n_cur, cur, cfs, 1, ys, c0, c1);
             for (int g = 0; g < n_next; ++g) {
                 cur[g] = next[g];
                 cur_cf[g] = next_cf[g];
@@ -544,43 +552,10 @@ template <class V> struct impl {
     // Cache rows an attention step scores at once.
     static constexpr int attend_block = 64;
 
-    // y_h[c0 .. c1) = fma(cf[h][v + G-1], w[G-1], ... fma(cf[h][v], w[0], y_h)) for the nh heads h:
-    // axpy_group's chain for each head, each row vector converted once for all heads.
-    template <class W, int G>
-    static void axpy_heads(const W* const* w, const float (*cf)[attend_block], int64_t v, int nh,
-                           float* const* y, int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; c += L) {
-            const int64_t n = lo(L, c1 - c);
-            vec wv[G];
-#pragma GCC unroll 8
-            for (int g = 0; g < G; ++g)
-                wv[g] = n == L ? V::load(w[g] + c) : V::load_n(w[g] + c, n);
-            for (int h = 0; h < nh; ++h) {
-                vec acc = n == L ? V::load(y[h] + c) : V::load_n(y[h] + c, n);
-#pragma GCC unroll 8
-                for (int g = 0; g < G; ++g)
-                    acc = V::fma(V::set1(cf[h][v + g]), wv[g], acc);
-                if (n == L)
-                    V::store(y[h] + c, acc);
-                else
-                    V::store_n(y[h] + c, acc, n);
-            }
-        }
-    }
-
-    template <class W, int G = axpy_rows_at_once>
-    static void axpy_heads_any(int g, const W* const* w, const float (*cf)[attend_block], int64_t v,
-                               int nh, float* const* y, int64_t c0, int64_t c1) {
-        if constexpr (G > 1) {
-            if (g < G) return axpy_heads_any<W, G - 1>(g, w, cf, v, nh, y, c0, c1);
-        }
-        axpy_heads<W, G>(w, cf, v, nh, y, c0, c1);
-    }
-
     // Online softmax over blocks of cache rows, for the a.n_heads query heads that share the
     // cache's head: scores of a block, then each head's running maximum, sum and weighted V rows
     // (accumulated in its out) are rescaled when its maximum grows. Every head gets the bits it
-    // would get alone (dot_tile and axpy_heads keep each head's chains); the heads share each
+    // would get alone (dot_tile and axpy_group keep each head's chains); the heads share each
     // cache row's conversion.
     template <class K, class VC> static void attend_t(const attend_args& a) {
         constexpr int H = attend_heads;
@@ -637,7 +612,10 @@ template <class V> struct impl {
                 const int g = static_cast<int>(lo(G, nv - v));
                 const VC* vp[G];
                 cache_rows(a.v, a.v_stride, vis + v, g, vp);
-                axpy_heads_any<VC>(g, vp, s, v, nh, out, 0, hd);
+                const float* cf[H];
+                for (int h = 0; h < nh; ++h)
+                    cf[h] = s[h] + v;
+                axpy_any<VC, true>(g, vp, cf, nh, out, 0, hd);
             }
         }
         for (int h = 0; h < nh; ++h) {
