@@ -586,9 +586,12 @@ void context::ffn_block(size_t il, int32_t n) {
             predict(dv, a, w, n);
         }
         uint64_t active = 0;
-        bool cpu_ffn = false;
         for (int32_t i = 0; i < n; ++i)
             active += static_cast<uint64_t>(counts_host_[static_cast<size_t>(i)]);
+        // Rows of ffn_down_t a decoded token reads: the accumulate skips listed rows whose
+        // activation is zero (a predictor's false positives); counted where the whole FFN runs
+        // on the host (a hybrid or device layer counts every listed row).
+        uint64_t down_rows = active;
         if (!audits_.empty()) audit_layer(il, n);
         if (!activation_counts_.empty()) count_layer(il, n);
         if (predict_on_device && ol->all_hot(h.n_ff) && ol->has_ffn_norm()) {
@@ -600,7 +603,6 @@ void context::ffn_block(size_t il, int32_t n) {
             x_on_device_ = false;
         } else {
             if (predict_on_device) lists_to_host(n);
-            cpu_ffn = true;
             x_to_host(n);
             const pib_tensor idx = first_rows(a.idx, n);
             pib_tensor count = a.count;
@@ -610,18 +612,14 @@ void context::ffn_block(size_t il, int32_t n) {
             dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
             dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
             x_on_device_ = false;
+            if (n == 1) down_rows = nonzero_activations();
         }
         stats_.ffn_active_neurons += active;
         layer_active_[il] += active;
         stats_.ffn_total_neurons += static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff);
-        if (n == 1) {
-            // The accumulate skips listed rows whose activation is zero (a predictor's false
-            // positives) and never reads them; counted where the whole FFN ran on the host (a
-            // hybrid or device layer counts every listed row).
-            const uint64_t down = cpu_ffn ? nonzero_activations() : active;
+        if (n == 1)
             stats_.decode_bytes += bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
-                                   active * (w.up.nb1 + w.gate.nb1) + down * w.down_t.nb1;
-        }
+                                   active * (w.up.nb1 + w.gate.nb1) + down_rows * w.down_t.nb1;
         return;
     }
     dv.run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
