@@ -282,6 +282,30 @@ typedef struct pi_predictor_audit {
  * model runs dense. */
 PI_API pi_status pi_predictor_audit_get(const pi_context *ctx, int32_t layer, pi_predictor_audit *audit);
 
+/* Sees one layer's FFN for one pi_decode batch, e.g. to collect a predictor's training data.
+ * Called on the decoding thread once per layer per batch, in layer order, after the FFN's
+ * activation and before its down projection adds into the residual stream (pi_generate's
+ * decodes call it too).
+ * - ffn_input [n_tokens][n_embd]: the residual stream before ffn_norm (what the predictor reads).
+ * - activation [n_tokens][n_ff]: the FFN activation the engine computed, act(gate·xn) * (up·xn)
+ *   with xn = ffn_norm(ffn_input). When every neuron is computed (a dense file, or
+ *   pi_model_params.dense = 1 on a sparse file) it is the true activation: a neuron is active
+ *   iff its value is non-zero, as pi_predictor_audit counts it. In sparse inference a neuron
+ *   the predictor did not select is 0 whatever its true value, so non-zero then means "selected
+ *   and truly active".
+ * Row t belongs to the batch's token t. Both arrays are valid only during the call. Return 0 to
+ * stop the decode: pi_decode then returns PI_STATUS_CANCELLED and the cache forgets the batch,
+ * as after pi_context_cancel(). */
+typedef int (*pi_ffn_observer)(int32_t layer, int32_t n_tokens, const float *ffn_input,
+                               int32_t n_embd, const float *activation, int32_t n_ff,
+                               void *user_data);
+
+/* Sets ctx's FFN observer; NULL removes it. PI_ERR_UNSUPPORTED when some layer's FFN runs on an
+ * offload device (hot neurons there, whose activations stay on the device): observe a model
+ * loaded with offload_device = "none" or disable_gpu_index = 1. */
+PI_API pi_status pi_context_set_ffn_observer(pi_context *ctx, pi_ffn_observer observer,
+                                             void *user_data);
+
 /* ---------------------------------------------------------------- sampling */
 
 typedef struct pi_sampler pi_sampler;

@@ -157,6 +157,24 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
     });
 }
 
+pi_status pi_context_set_ffn_observer(pi_context* ctx, pi_ffn_observer observer,
+                                      void* user_data) {
+    return guard([&] {
+        require(ctx, "ctx");
+        if (!observer) {
+            ctx->impl->set_ffn_observer({});
+            return PI_OK;
+        }
+        const hparams& h = ctx->impl->get_model().hp();
+        ctx->impl->set_ffn_observer([observer, user_data, n_embd = h.n_embd,
+                                     n_ff = h.n_ff](const ffn_observation& o) {
+            return observer(o.layer, o.n_tokens, o.input.data(), n_embd, o.activation.data(),
+                            n_ff, user_data) != 0;
+        });
+        return PI_OK;
+    });
+}
+
 void pi_context_stats_reset(pi_context* ctx) {
     if (ctx) ctx->impl->reset_stats();
 }

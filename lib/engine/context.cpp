@@ -610,6 +610,7 @@ void context::ffn_block(size_t il, int32_t n) {
             dv.run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
             dv.mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
             dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
+            observe_ffn(il, n);
             dv.run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
             x_on_device_ = false;
             if (n == 1) down_rows = nonzero_activations();
@@ -626,6 +627,7 @@ void context::ffn_block(size_t il, int32_t n) {
     dv.run("FFN up", &pib_vtable::mul_mat, &w.up, &xn, &u);
     dv.run("FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &g);
     dv.run("FFN activation", &pib_vtable::glu, &g, &u, glu, &u);
+    observe_ffn(il, n);
     if (model_.sparse_file()) {
         // Forced dense mode on a sparse file: the down projection runs over every row of
         // ffn_down_t.

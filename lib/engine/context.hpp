@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -43,6 +44,17 @@ struct run_stats {
     uint64_t decode_bytes = 0; // weights + KV cache read by single-token batches
 };
 
+// One layer's FFN for one batch, as the engine computed it (see pi_ffn_observer in powerinfer.h).
+// The spans point into the context's arena and are valid only during the observer's call.
+struct ffn_observation {
+    int32_t layer = 0;
+    int32_t n_tokens = 0;
+    std::span<const float> input;      // [n_tokens][n_embd]: the residual before ffn_norm
+    std::span<const float> activation; // [n_tokens][n_ff]: after the GLU, before the down projection
+};
+// Returns false to stop the decode (it then fails with status::cancelled).
+using ffn_observer = std::function<bool(const ffn_observation&)>;
+
 struct batch_view {
     std::span<const int32_t> tokens;
     std::span<const int32_t> pos;   // empty: consecutive after n_past
@@ -68,6 +80,9 @@ class context {
     void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
     void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
     const run_stats& stats() const noexcept { return stats_; }
+    // Sets (or, with an empty function, removes) the observer of every layer's FFN; throws
+    // status::unsupported when some layer's FFN runs on an offload device.
+    void set_ffn_observer(ffn_observer observer);
     // Per layer: FFN neurons computed, summed over the tokens counted in stats().
     const std::vector<uint64_t>& layer_active_neurons() const noexcept { return layer_active_; }
     const std::vector<predictor_audit>& audits() const noexcept { return audits_; }
@@ -96,6 +111,8 @@ class context {
     void store_and_attend(device& dv, const arena_layout& a, size_t il, int32_t n);
     void project_out(device& dv, const arena_layout& a, const layer_weights& w, int32_t n);
     void ffn_block(size_t il, int32_t n);
+    // Hands the observer this layer's FFN input and activation (both in the host arena).
+    void observe_ffn(size_t il, int32_t n);
     // A decoded token's nonzero FFN activations in the host arena: the rows of ffn_down_t the
     // accumulate reads (sparse products write 0 for unlisted neurons, so they count none).
     uint64_t nonzero_activations();
@@ -142,6 +159,7 @@ class context {
     std::vector<uint8_t> audit_mark_;     // [n_ff] scratch
     std::vector<std::vector<float>> activation_counts_;
     void count_layer(size_t il, int32_t n);
+    ffn_observer ffn_observer_;
 
     // The offload device's activations (same tensors as the host arena where both run a block,
     // plus the hybrid FFN's hot lists and partial sum) and its KV cache.
