@@ -11,6 +11,11 @@
 #include "model.hpp"
 #include "text.hpp"
 
+namespace pi::python {
+// quantize.cpp
+void bind_quantize(pybind11::module_& m);
+} // namespace pi::python
+
 namespace py = pybind11;
 using namespace pi::python;
 
@@ -84,6 +89,7 @@ PYBIND11_MODULE(_powerinfer, m) {
     bind_model(m);
     bind_generation(m);
     bind_context(m);
+    bind_quantize(m);
     m.def("version", [] { return std::string(pi_version()); });
     m.def("system_info", [] { return std::string(pi_system_info()); });
     m.def("status_str",

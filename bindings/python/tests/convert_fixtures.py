@@ -1,0 +1,352 @@
+"""Writers of tiny Hugging Face model folders for the converter tests, made without torch:
+safetensors files, torch.save-format zip files (the pickle written opcode by opcode), a
+SentencePiece tokenizer.model (protobuf wire format), tokenizer.json; and a small GGUF reader to
+check what the converter wrote."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+# ---------------------------------------------------------------- safetensors
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray], bf16: frozenset[str] = frozenset()) -> None:
+    """Tensors in `bf16` are given as float32 and stored as BF16 (truncated)."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    blobs, at = [], 0
+    for name, a in tensors.items():
+        if name in bf16:
+            data = (np.ascontiguousarray(a, np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+            dtype = "BF16"
+        else:
+            dtype = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("int64"): "I64"}[a.dtype]
+            data = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [at, at + len(data)]}
+        blobs.append(data)
+        at += len(data)
+    raw = json.dumps(header).encode()
+    raw += b" " * ((-len(raw)) % 8)
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+
+
+def bf16_round_trip(a: np.ndarray) -> np.ndarray:
+    return ((np.ascontiguousarray(a, np.float32).view(np.uint32) >> 16) << 16).view(np.float32)
+
+
+# ---------------------------------------------------------------- torch.save zip format
+
+_STORAGE = {np.dtype("float32"): "FloatStorage", np.dtype("float16"): "HalfStorage"}
+
+
+class _Pickle:
+    """Protocol-2 pickle opcodes, enough for what torch.save writes for a dict of tensors."""
+
+    def __init__(self) -> None:
+        self.out = bytearray(b"\x80\x02")
+
+    def op(self, b: bytes) -> None:
+        self.out += b
+
+    def string(self, s: str) -> None:
+        b = s.encode()
+        self.op(b"X" + struct.pack("<I", len(b)) + b)
+
+    def int(self, v: int) -> None:
+        self.op(b"J" + struct.pack("<i", v))
+
+    def glob(self, module: str, name: str) -> None:
+        self.op(b"c" + f"{module}\n{name}\n".encode())
+
+    def tuple(self, items: list[int]) -> None:
+        self.op(b"(")
+        for v in items:
+            self.int(v)
+        self.op(b"t")
+
+
+def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None) -> bytes:
+    p = _Pickle()
+    p.glob("collections", "OrderedDict")
+    p.op(b")R(")  # OrderedDict() then MARK for SETITEMS
+    for key, (name, a) in enumerate(tensors.items()):
+        p.string(name)
+        p.glob("torch._utils", "_rebuild_tensor_v2")
+        p.op(b"(")  # args tuple
+        p.op(b"(")  # persistent id tuple
+        p.string("storage")
+        p.glob("torch", _STORAGE[a.dtype])
+        p.string(str(key))
+        p.string("cpu")
+        p.int(a.size)
+        p.op(b"tQ")  # TUPLE, BINPERSID
+        p.int(0)
+        p.tuple(list(a.shape))
+        p.tuple([int(s // a.itemsize) for s in a.strides])
+        p.op(b"\x89")  # requires_grad False
+        p.glob("collections", "OrderedDict")
+        p.op(b")R")
+        p.op(b"tR")  # args TUPLE, REDUCE
+    p.op(b"u")  # SETITEMS
+    if evil_global is not None:
+        p.glob(*evil_global)
+        p.op(b"(")
+        p.string("echo pwned")
+        p.op(b"tR0")  # call, then POP it
+    p.op(b".")
+    return bytes(p.out)
+
+
+def write_torch_zip(path: Path, tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None) -> None:
+    archive = path.stem
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(f"{archive}/data.pkl", torch_pickle(tensors, evil_global))
+        zf.writestr(f"{archive}/byteorder", "little")
+        for key, a in enumerate(tensors.values()):
+            zf.writestr(f"{archive}/data/{key}", np.ascontiguousarray(a).tobytes())
+        zf.writestr(f"{archive}/version", "3\n")
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(number: int, wire: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | wire) + payload
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    return _field(number, 2, _varint(len(payload)) + payload)
+
+
+def tiny_vocab() -> tuple[list[str], list[float], list[int]]:
+    """<unk> <s> </s>, the 256 byte pieces, then some words: 300 pieces, SentencePiece-style."""
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    words = ["▁", "e", "t", "a", "o", "n", "h", "l", "r", "s", "▁t", "he", "▁the", "▁a", "in", "▁o", "er", "an", "on", "re",
+             "▁s", "at", "en", "nd", "▁w", "ll", "▁h", "▁he", "lo", "▁hello", "or", "▁wor", "ld", "▁world", "ou", "▁I",
+             "it", "is", "▁is", "ar", "es"]
+    pieces += words
+    types += [1] * len(words)
+    scores = [0.0] * 259 + [-float(i) for i in range(len(words))]
+    return pieces, scores, types
+
+
+def write_sentencepiece_model(path: Path, pieces: list[str], scores: list[float], types: list[int]) -> None:
+    body = bytearray()
+    for piece, score, kind in zip(pieces, scores, types):
+        sp = _len_field(1, piece.encode()) + _field(2, 5, struct.pack("<f", score)) + _field(3, 0, _varint(kind))
+        body += _len_field(1, sp)
+    trainer = _field(3, 0, _varint(2)) + _field(40, 0, _varint(0)) + _field(41, 0, _varint(1)) + _field(42, 0, _varint(2)) + _field(43, 0, _varint((1 << 64) - 1))
+    body += _len_field(2, trainer)
+    path.write_bytes(bytes(body))
+
+
+def write_tokenizer_json(path: Path, pieces: list[str], merges: list[str]) -> None:
+    data = {
+        "version": "1.0",
+        "added_tokens": [
+            {"id": 0, "content": "<unk>", "special": True},
+            {"id": 1, "content": "<s>", "special": True},
+            {"id": 2, "content": "</s>", "special": True},
+        ],
+        "model": {"type": "BPE", "byte_fallback": True, "unk_token": "<unk>", "vocab": {p: i for i, p in enumerate(pieces)}, "merges": merges},
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+# ---------------------------------------------------------------- model folders
+
+
+@dataclass
+class TinyModel:
+    folder: Path
+    weights: dict[str, np.ndarray]  # HF names -> values as stored (after any BF16 rounding)
+    config: dict[str, Any]
+    predictor: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    predictor_dir: Optional[Path] = None
+
+
+TINY_CONFIG = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128, num_hidden_layers=2, vocab_size=300, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0)
+
+
+def hf_weights(config: dict[str, Any], rng: np.random.Generator, dtype: Any = np.float32) -> dict[str, np.ndarray]:
+    d, ff, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    kv = config["num_key_value_heads"] * d // config["num_attention_heads"]
+
+    def m(rows: int, cols: int, scale: float) -> np.ndarray:
+        return (rng.standard_normal((rows, cols)) * scale).astype(dtype)
+
+    w = {"model.embed_tokens.weight": m(v, d, 0.5), "model.norm.weight": (1 + 0.1 * rng.standard_normal(d)).astype(dtype), "lm_head.weight": m(v, d, 0.2)}
+    for il in range(config["num_hidden_layers"]):
+        p = f"model.layers.{il}."
+        w[p + "input_layernorm.weight"] = (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+        w[p + "post_attention_layernorm.weight"] = (1 + 0.1 * rng.standard_normal(d)).astype(dtype)
+        w[p + "self_attn.q_proj.weight"] = m(d, d, 0.3)
+        w[p + "self_attn.k_proj.weight"] = m(kv, d, 0.3)
+        w[p + "self_attn.v_proj.weight"] = m(kv, d, 0.2)
+        w[p + "self_attn.o_proj.weight"] = m(d, d, 0.2)
+        w[p + "mlp.gate_proj.weight"] = m(ff, d, 0.2)
+        w[p + "mlp.up_proj.weight"] = m(ff, d, 0.2)
+        w[p + "mlp.down_proj.weight"] = m(d, ff, 0.2)
+    return w
+
+
+def make_model(
+    folder: Path,
+    *,
+    hidden_act: str = "relu",
+    fmt: str = "safetensors",
+    dtype: Any = np.float32,
+    shards: int = 1,
+    tokenizer: str = "model",
+    predictor: Optional[str] = "pt",
+    rank: int = 32,
+    seed: int = 0,
+    extra_config: Optional[dict[str, Any]] = None,
+) -> TinyModel:
+    """fmt: safetensors, bf16 (safetensors BF16) or bin (torch zip); predictor: pt, safetensors,
+    embedded or None."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    config: dict[str, Any] = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": hidden_act, "bos_token_id": 1, "eos_token_id": 2, **TINY_CONFIG, **(extra_config or {})}
+    (folder / "config.json").write_text(json.dumps(config))
+    weights = hf_weights(config, rng, np.float16 if fmt != "bf16" and dtype == np.float16 else np.float32)
+    if fmt == "bf16":
+        weights = {k: bf16_round_trip(v) for k, v in weights.items()}
+
+    tiny = TinyModel(folder, weights, config)
+    pred_tensors: dict[str, np.ndarray] = {}
+    if predictor is not None:
+        d, ff = config["hidden_size"], config["intermediate_size"]
+        for il in range(config["num_hidden_layers"]):
+            fc1 = (rng.standard_normal((rank, d)) * 0.2).astype(np.float32)
+            fc2 = (rng.standard_normal((ff, rank)) * 0.2).astype(np.float32)
+            tiny.predictor[il] = (fc1, fc2)
+            pred_tensors[f"model.layers.{il}.mlp.predictor.fc1.weight"] = fc1
+            pred_tensors[f"model.layers.{il}.mlp.predictor.fc2.weight"] = fc2
+
+    stored = dict(weights)
+    if predictor == "embedded":
+        stored.update(pred_tensors)
+    _write_checkpoint(folder, stored, fmt, shards)
+    if predictor in ("pt", "safetensors"):
+        pdir = folder.parent / (folder.name + "-Predictor")
+        pdir.mkdir(exist_ok=True)
+        if predictor == "pt":
+            for il, (fc1, fc2) in tiny.predictor.items():
+                write_torch_zip(pdir / f"model_{il}.pt", {"fc1.weight": fc1, "fc2.weight": fc2})
+        else:
+            write_safetensors(pdir / "predictor.safetensors", pred_tensors)
+        (pdir / "config.json").write_text(json.dumps({"sparse_threshold": 0.25}))
+        tiny.predictor_dir = pdir
+
+    pieces, scores, types = tiny_vocab()
+    if tokenizer == "model":
+        write_sentencepiece_model(folder / "tokenizer.model", pieces, scores, types)
+    else:
+        write_tokenizer_json(folder / "tokenizer.json", pieces, ["▁ t", "h e", "▁t he", "▁ a"])
+    (folder / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": {"content": "</s>"}, "unk_token": "<unk>", "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"}))
+    return tiny
+
+
+def _write_checkpoint(folder: Path, tensors: dict[str, np.ndarray], fmt: str, shards: int) -> None:
+    names = list(tensors)
+    ext = "bin" if fmt == "bin" else "safetensors"
+    stem = "pytorch_model" if fmt == "bin" else "model"
+    write = write_torch_zip if fmt == "bin" else (lambda p, t: write_safetensors(p, t, frozenset(t) if fmt == "bf16" else frozenset()))
+    if shards == 1:
+        write(folder / f"{stem}.{ext}", tensors)
+        return
+    weight_map = {}
+    for s in range(shards):
+        part = names[s::shards]
+        shard = f"{stem}-{s + 1:05}-of-{shards:05}.{ext}"
+        write(folder / shard, {n: tensors[n] for n in part})
+        weight_map.update({n: shard for n in part})
+    (folder / f"{stem}.{ext}.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+
+
+# ---------------------------------------------------------------- GGUF reader
+
+
+@dataclass
+class GGUFFile:
+    magic: bytes
+    version: int
+    metadata: dict[str, Any]
+    tensors: dict[str, tuple[int, tuple[int, ...], int]]  # name -> (ggml type, ne, absolute offset)
+    data: bytes
+    alignment: int
+
+    def array(self, name: str) -> np.ndarray:
+        kind, ne, off = self.tensors[name]
+        dtype = {0: np.float32, 1: np.float16}[kind]
+        n = int(np.prod(ne))
+        return np.frombuffer(self.data, dtype, n, off).reshape(tuple(reversed(ne)))
+
+
+def read_gguf(path: Path) -> GGUFFile:
+    data = path.read_bytes()
+    pos = 0
+
+    def take(fmt: str) -> Any:
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string() -> str:
+        nonlocal pos
+        n = take("Q")
+        s = data[pos : pos + n].decode()
+        pos += n
+        return s
+
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(kind: int) -> Any:
+        if kind == 8:
+            return string()
+        if kind == 9:
+            elem, n = take("I"), take("Q")
+            return [value(elem) for _ in range(n)]
+        return take(scalar[kind])
+
+    magic = data[:4]
+    pos = 4
+    version, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    metadata = {}
+    for _ in range(n_kv):
+        key = string()
+        metadata[key] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        nd = take("I")
+        ne = tuple(take("Q") for _ in range(nd))
+        infos.append((name, take("I"), ne, take("Q")))
+    alignment = metadata.get("general.alignment", 32)
+    start = pos + (-pos) % alignment
+    tensors = {name: (kind, ne, start + off) for name, kind, ne, off in infos}
+    return GGUFFile(magic, version, metadata, tensors, data, alignment)
+
+
+def permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp convert.py's permute, the documented Q/K row order."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
