@@ -350,3 +350,52 @@ def read_gguf(path: Path) -> GGUFFile:
 def permute(w: np.ndarray, n_head: int) -> np.ndarray:
     """llama.cpp convert.py's permute, the documented Q/K row order."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+# ---------------------------------------------------------------- reference forward pass
+
+
+def reference_logits(w: dict[str, np.ndarray], config: dict[str, Any], tokens: list[int]) -> np.ndarray:
+    """Hugging Face LlamaForCausalLM's last-token logits in float64 (rotate-half RoPE, GQA),
+    for checking that the converted file computes the same function."""
+    d, n_head, n_kv = config["hidden_size"], config["num_attention_heads"], config["num_key_value_heads"]
+    hd, eps, theta = d // n_head, config["rms_norm_eps"], config.get("rope_theta", 10000.0)
+    act = config["hidden_act"]
+    f = {k: v.astype(np.float64) for k, v in w.items()}
+
+    def norm(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+    def rope(x: np.ndarray) -> np.ndarray:  # x [heads, T, hd]
+        inv = 1.0 / theta ** (np.arange(0, hd, 2) / hd)
+        ang = np.arange(x.shape[1])[:, None] * inv[None, :]
+        cos, sin = np.cos(np.concatenate([ang, ang], -1)), np.sin(np.concatenate([ang, ang], -1))
+        rot = np.concatenate([-x[..., hd // 2 :], x[..., : hd // 2]], -1)
+        return x * cos + rot * sin
+
+    def activation(g: np.ndarray) -> np.ndarray:
+        if act == "relu":
+            return np.maximum(g, 0)
+        return g / (1 + np.exp(-g))
+
+    x = f["model.embed_tokens.weight"][tokens]
+    T = len(tokens)
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for il in range(config["num_hidden_layers"]):
+        p = f"model.layers.{il}."
+        h = norm(x, f[p + "input_layernorm.weight"])
+        q = rope((h @ f[p + "self_attn.q_proj.weight"].T).reshape(T, n_head, hd).transpose(1, 0, 2))
+        k = rope((h @ f[p + "self_attn.k_proj.weight"].T).reshape(T, n_kv, hd).transpose(1, 0, 2))
+        v = (h @ f[p + "self_attn.v_proj.weight"].T).reshape(T, n_kv, hd).transpose(1, 0, 2)
+        group = n_head // n_kv
+        k, v = np.repeat(k, group, 0), np.repeat(v, group, 0)
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        attn = (s @ v).transpose(1, 0, 2).reshape(T, d)
+        x = x + attn @ f[p + "self_attn.o_proj.weight"].T
+        h = norm(x, f[p + "post_attention_layernorm.weight"])
+        ff = activation(h @ f[p + "mlp.gate_proj.weight"].T) * (h @ f[p + "mlp.up_proj.weight"].T)
+        x = x + ff @ f[p + "mlp.down_proj.weight"].T
+    x = norm(x, f["model.norm.weight"])
+    return (x @ f["lm_head.weight"].T)[-1]
