@@ -1,6 +1,7 @@
 /* pi-perplexity: perplexity of a model on a text, by llama.cpp's method (docs/quantization.md):
  * non-overlapping windows of n_ctx tokens, each starting from an empty cache with BOS in its
- * first slot, scoring only the second half of every window. */
+ * first slot, scoring only the second half of every window. --dense scores a sparse file twice,
+ * with its predictor and with every FFN neuron, window by window. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,11 +25,14 @@ static void usage(FILE* out) {
             "  -b, --batch-size N   tokens per decode call (default 512; at most N_CTX)\n"
             "      --chunks K       evaluate at most K windows (default: all)\n"
             "  -t, --threads N      CPU threads (default: library default)\n"
-            "      --dense          compute every FFN neuron (ignore the predictor)\n"
+            "      --dense          also compute every FFN neuron (no predictor) and print both\n"
+            "                       perplexities side by side (a dense file is scored once)\n"
             "      --json           print a JSON summary on stdout (progress goes to stderr)\n"
             "      --verbose        log library messages at info level\n"
             "  -h, --help           this text\n"
-            "Prints [i]ppl, after every window and 'Final estimate: PPL = x +/- y'.\n"
+            "Prints [i]ppl, after every window and 'Final estimate: PPL = x +/- y'; with --dense\n"
+            "on a sparse file '[i] sparse x, dense y' and 'Final estimate: sparse PPL = x +/- y,\n"
+            "dense PPL = x +/- y, ratio r' (r = sparse / dense).\n"
             "Exit status: 0 done, 1 failed (model, text too short), 2 bad arguments.\n");
 }
 
@@ -167,31 +171,126 @@ static void json_number(FILE* out, const char* key, double v) {
         fprintf(out, ", \"%s\": null", key);
 }
 
-typedef struct run {
+/* One way of running the model (sparse or dense) and what it scored so far. */
+typedef struct pass {
     pi_model* model;
     pi_context* ctx;
+    double nll, nll2;
+    long long count;
+    double* chunk_ppl;
+} pass;
+
+/* The final numbers of a pass: llama.cpp's estimate, PPL = exp(mean NLL) with the standard
+ * error of the mean NLL carried through exp to first order. */
+typedef struct estimate {
+    double mean, ppl, stderr_ppl;
+    int valid; /* the variance of the NLL is positive */
+} estimate;
+
+static estimate estimate_of(const pass* p) {
+    estimate e;
+    e.mean = p->nll / (double)p->count;
+    e.ppl = exp(e.mean);
+    const double var = p->nll2 / (double)p->count - e.mean * e.mean;
+    e.valid = var > 0.0;
+    e.stderr_ppl = var > 0.0 && p->count > 1 ? sqrt(var / (double)(p->count - 1)) * e.ppl : 0.0;
+    return e;
+}
+
+typedef struct run {
+    pass passes[2]; /* [0]: as the model loads by default; [1]: every neuron (--dense) */
+    int n_passes;
     pi_token* tokens;
     size_t n_tokens;
     pi_token* batch_tokens;
     int32_t* batch_pos;
     int8_t* batch_logits;
-    double* chunk_ppl;
 } run;
 
 static void run_free(run* r) {
-    pi_context_free(r->ctx);
-    pi_model_free(r->model);
+    for (int i = 0; i < 2; ++i) {
+        pi_context_free(r->passes[i].ctx);
+        pi_model_free(r->passes[i].model);
+        free(r->passes[i].chunk_ppl);
+    }
     free(r->tokens);
     free(r->batch_tokens);
     free(r->batch_pos);
     free(r->batch_logits);
-    free(r->chunk_ppl);
 }
 
 static int die(run* r, const char* what, pi_status st) {
     fprintf(stderr, "pi-perplexity: %s: %s: %s\n", what, pi_status_str(st), pi_last_error());
     run_free(r);
     return 1;
+}
+
+typedef struct window {
+    size_t start; /* first token of the window in the text */
+    int n_ctx, n_batch, first, n_vocab, add_bos;
+    pi_token bos;
+} window;
+
+/* Decodes one window on p's context and adds the NLL of its scored positions to p. */
+static pi_status score_window(run* r, pass* p, const window* w, const char** what) {
+    *what = "clearing the cache";
+    pi_status st = pi_kv_truncate(p->ctx, 0);
+    if (st != PI_OK) return st;
+    for (int j = 0; j * w->n_batch < w->n_ctx; ++j) {
+        const int batch_first = j * w->n_batch;
+        const int size = w->n_ctx - batch_first < w->n_batch ? w->n_ctx - batch_first : w->n_batch;
+        for (int k = 0; k < size; ++k) {
+            r->batch_tokens[k] = r->tokens[w->start + (size_t)batch_first + (size_t)k];
+            r->batch_pos[k] = batch_first + k;
+        }
+        if (w->add_bos && j == 0) r->batch_tokens[0] = w->bos;
+        const pi_batch batch = {size, r->batch_tokens, r->batch_pos, r->batch_logits};
+        *what = "decoding";
+        st = pi_decode(p->ctx, &batch);
+        if (st != PI_OK) return st;
+        for (int k = 0; k < size; ++k) {
+            const int pos = batch_first + k;
+            if (pos < w->first || pos > w->n_ctx - 2) continue;
+            const float* logits = pi_get_logits(p->ctx, k);
+            *what = "reading logits";
+            if (!logits) return PI_ERR_INTERNAL;
+            const double v = nll_of(logits, w->n_vocab, r->tokens[w->start + (size_t)pos + 1]);
+            p->nll += v;
+            p->nll2 += v * v;
+            ++p->count;
+        }
+    }
+    return PI_OK;
+}
+
+static pi_status open_pass(pass* p, const char* path, int dense, const char** what) {
+    pi_model_params mp = pi_model_default_params();
+    mp.dense = dense;
+    *what = dense ? "loading the model with every neuron (--dense)" : "loading the model";
+    return pi_model_load(path, &mp, &p->model);
+}
+
+static void json_chunks(const pass* p, int n_chunk) {
+    printf(", \"chunk_ppl\": [");
+    for (int i = 0; i < n_chunk; ++i) {
+        if (i) printf(", ");
+        if (isfinite(p->chunk_ppl[i]))
+            printf("%.9g", p->chunk_ppl[i]);
+        else
+            printf("null");
+    }
+    printf("]");
+}
+
+static void print_estimate(FILE* out, const char* name, const estimate* e) {
+    fprintf(out, "%sPPL = %.4f +/- %.5f", name, e->ppl, e->stderr_ppl);
+}
+
+static void json_pass(const pass* p, const estimate* e, int n_chunk) {
+    json_number(stdout, "nll_mean", e->mean);
+    json_number(stdout, "ppl", e->ppl);
+    json_number(stdout, "ppl_stderr", e->stderr_ppl);
+    json_chunks(p, n_chunk);
 }
 
 int main(int argc, char** argv) {
@@ -212,17 +311,39 @@ int main(int argc, char** argv) {
     }
 
     run r = {0};
-    pi_model_params mp = pi_model_default_params();
-    mp.dense = o.dense;
-    pi_status st = pi_model_load(o.model, &mp, &r.model);
+    const char* what = "";
+    /* The first pass runs the model as it loads by default: sparse on a sparse file. */
+    pi_status st = open_pass(&r.passes[0], o.model, 0, &what);
     if (st != PI_OK) {
         free(text);
-        return die(&r, "loading the model", st);
+        return die(&r, what, st);
+    }
+    pi_model* model = r.passes[0].model;
+    pi_model_info info;
+    info.struct_size = sizeof(info);
+    st = pi_model_info_get(model, &info);
+    if (st != PI_OK) {
+        free(text);
+        return die(&r, "reading the model's information", st);
+    }
+    r.n_passes = 1;
+    if (o.dense && info.sparse_inference) {
+        st = open_pass(&r.passes[1], o.model, 1, &what);
+        if (st != PI_OK) {
+            free(text);
+            return die(&r, what, st);
+        }
+        r.n_passes = 2;
+    } else if (o.dense) {
+        fprintf(stderr,
+                "pi-perplexity: --dense: %s is a dense file (no predictor): every neuron is "
+                "computed already, so it is scored once\n",
+                o.model);
     }
 
-    const pi_token bos = pi_token_bos(r.model);
+    const pi_token bos = pi_token_bos(model);
     const int add_bos = bos >= 0; /* SPM vocabularies: the only kind this engine reads */
-    st = pi_tokenize(r.model, text, text_len, add_bos, NULL, 0, &r.n_tokens);
+    st = pi_tokenize(model, text, text_len, add_bos, NULL, 0, &r.n_tokens);
     if (st != PI_OK && st != PI_ERR_INVALID_ARGUMENT) {
         free(text);
         return die(&r, "tokenizing", st);
@@ -234,7 +355,7 @@ int main(int argc, char** argv) {
         run_free(&r);
         return 1;
     }
-    st = pi_tokenize(r.model, text, text_len, add_bos, r.tokens, r.n_tokens, &r.n_tokens);
+    st = pi_tokenize(model, text, text_len, add_bos, r.tokens, r.n_tokens, &r.n_tokens);
     free(text);
     if (st != PI_OK) return die(&r, "tokenizing", st);
 
@@ -242,9 +363,11 @@ int main(int argc, char** argv) {
     cp.n_ctx = o.n_ctx;
     cp.n_batch = o.n_ctx != 0 && o.n_batch > o.n_ctx ? o.n_ctx : o.n_batch;
     if (o.n_threads) cp.n_threads = o.n_threads;
-    st = pi_context_create(r.model, &cp, &r.ctx);
-    if (st != PI_OK) return die(&r, "creating the context", st);
-    const int n_ctx = pi_context_n_ctx(r.ctx);
+    for (int i = 0; i < r.n_passes; ++i) {
+        st = pi_context_create(r.passes[i].model, &cp, &r.passes[i].ctx);
+        if (st != PI_OK) return die(&r, "creating the context", st);
+    }
+    const int n_ctx = pi_context_n_ctx(r.passes[0].ctx);
     const int n_batch = cp.n_batch < n_ctx ? cp.n_batch : n_ctx;
     if (n_ctx < 4) {
         fprintf(stderr, "pi-perplexity: -c: the window must be at least 4 tokens, got %d\n", n_ctx);
@@ -260,74 +383,66 @@ int main(int argc, char** argv) {
     }
     const int n_chunk_max = (int)(r.n_tokens / (size_t)n_ctx);
     const int n_chunk = o.n_chunks < 0 || o.n_chunks > n_chunk_max ? n_chunk_max : o.n_chunks;
-    const int n_vocab = pi_n_vocab(r.model);
-    const int first = n_ctx / 2;
+    window w = {0, n_ctx, n_batch, n_ctx / 2, pi_n_vocab(model), add_bos, bos};
 
     r.batch_tokens = malloc((size_t)n_batch * sizeof(pi_token));
     r.batch_pos = malloc((size_t)n_batch * sizeof(int32_t));
     r.batch_logits = malloc((size_t)n_batch);
-    r.chunk_ppl = malloc((size_t)n_chunk * sizeof(double));
-    if (!r.batch_tokens || !r.batch_pos || !r.batch_logits || !r.chunk_ppl) {
+    int allocated = r.batch_tokens && r.batch_pos && r.batch_logits;
+    for (int i = 0; i < r.n_passes; ++i) {
+        r.passes[i].chunk_ppl = malloc((size_t)n_chunk * sizeof(double));
+        allocated = allocated && r.passes[i].chunk_ppl;
+    }
+    if (!allocated) {
         fprintf(stderr, "pi-perplexity: out of memory\n");
         run_free(&r);
         return 1;
     }
     memset(r.batch_logits, 1, (size_t)n_batch);
     fprintf(stderr,
-            "pi-perplexity: %zu tokens, %d chunks of %d, batch %d, scoring positions %d..%d\n",
-            r.n_tokens, n_chunk, n_ctx, n_batch, first, n_ctx - 2);
+            "pi-perplexity: %zu tokens, %d chunks of %d, batch %d, scoring positions %d..%d%s\n",
+            r.n_tokens, n_chunk, n_ctx, n_batch, w.first, n_ctx - 2,
+            r.n_passes == 2 ? ", sparse and dense" : "");
 
-    double nll = 0.0, nll2 = 0.0;
-    long long count = 0;
     const double t0 = now_seconds();
     for (int i = 0; i < n_chunk; ++i) {
-        const size_t start = (size_t)i * (size_t)n_ctx;
-        st = pi_kv_truncate(r.ctx, 0);
-        if (st != PI_OK) return die(&r, "clearing the cache", st);
-        for (int j = 0; j * n_batch < n_ctx; ++j) {
-            const int batch_first = j * n_batch;
-            const int size = n_ctx - batch_first < n_batch ? n_ctx - batch_first : n_batch;
-            for (int k = 0; k < size; ++k) {
-                r.batch_tokens[k] = r.tokens[start + (size_t)batch_first + (size_t)k];
-                r.batch_pos[k] = batch_first + k;
-            }
-            if (add_bos && j == 0) r.batch_tokens[0] = bos;
-            const pi_batch batch = {size, r.batch_tokens, r.batch_pos, r.batch_logits};
-            st = pi_decode(r.ctx, &batch);
-            if (st != PI_OK) return die(&r, "decoding", st);
-            for (int k = 0; k < size; ++k) {
-                const int p = batch_first + k;
-                if (p < first || p > n_ctx - 2) continue;
-                const float* logits = pi_get_logits(r.ctx, k);
-                if (!logits) return die(&r, "reading logits", PI_ERR_INTERNAL);
-                const double v = nll_of(logits, n_vocab, r.tokens[start + (size_t)p + 1]);
-                nll += v;
-                nll2 += v * v;
-                ++count;
-            }
+        w.start = (size_t)i * (size_t)n_ctx;
+        for (int k = 0; k < r.n_passes; ++k) {
+            pass* p = &r.passes[k];
+            st = score_window(&r, p, &w, &what);
+            if (st != PI_OK) return die(&r, what, st);
+            p->chunk_ppl[i] = exp(p->nll / (double)p->count);
         }
-        r.chunk_ppl[i] = exp(nll / (double)count);
         if (i == 0) {
             const double per_chunk = now_seconds() - t0;
             fprintf(stderr, "pi-perplexity: %.2f seconds per chunk, ETA %.1f minutes\n", per_chunk,
                     per_chunk * (n_chunk - 1) / 60.0);
         }
-        fprintf(human, "[%d]%.4f,", i + 1, r.chunk_ppl[i]);
+        if (r.n_passes == 2)
+            fprintf(human, "[%d] sparse %.4f, dense %.4f\n", i + 1, r.passes[0].chunk_ppl[i],
+                    r.passes[1].chunk_ppl[i]);
+        else
+            fprintf(human, "[%d]%.4f,", i + 1, r.passes[0].chunk_ppl[i]);
         fflush(human);
     }
-    fputc('\n', human);
+    if (r.n_passes == 1) fputc('\n', human);
     const double seconds = now_seconds() - t0;
 
-    /* llama.cpp's estimate: PPL = exp(mean NLL) with the standard error of the mean NLL carried
-     * through exp to first order. */
-    const double mean = nll / (double)count;
-    const double ppl = exp(mean);
-    const double var = nll2 / (double)count - mean * mean;
-    const double stderr_ppl = var > 0.0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0.0;
-    if (var > 0.0)
-        fprintf(human, "Final estimate: PPL = %.4f +/- %.5f\n", ppl, stderr_ppl);
-    else
+    const estimate e = estimate_of(&r.passes[0]);
+    const estimate d = r.n_passes == 2 ? estimate_of(&r.passes[1]) : e;
+    if (!e.valid || !d.valid) {
         fprintf(human, "Unexpected negative standard deviation of log(prob)\n");
+    } else if (r.n_passes == 2) {
+        fprintf(human, "Final estimate: ");
+        print_estimate(human, "sparse ", &e);
+        fprintf(human, ", ");
+        print_estimate(human, "dense ", &d);
+        fprintf(human, ", ratio %.4f\n", e.ppl / d.ppl);
+    } else {
+        fprintf(human, "Final estimate: ");
+        print_estimate(human, "", &e);
+        fputc('\n', human);
+    }
 
     if (o.json) {
         printf("{\"model\": ");
@@ -335,20 +450,18 @@ int main(int argc, char** argv) {
         printf(", \"text\": ");
         json_string(stdout, o.text);
         printf(", \"n_ctx\": %d, \"n_batch\": %d, \"n_tokens\": %zu, \"n_chunks\": %d, "
-               "\"n_scored\": %lld",
-               n_ctx, n_batch, r.n_tokens, n_chunk, count);
-        json_number(stdout, "nll_mean", mean);
-        json_number(stdout, "ppl", ppl);
-        json_number(stdout, "ppl_stderr", stderr_ppl);
-        printf(", \"seconds\": %.3f, \"chunk_ppl\": [", seconds);
-        for (int i = 0; i < n_chunk; ++i) {
-            if (i) printf(", ");
-            if (isfinite(r.chunk_ppl[i]))
-                printf("%.9g", r.chunk_ppl[i]);
-            else
-                printf("null");
+               "\"n_scored\": %lld, \"sparse_inference\": %s",
+               n_ctx, n_batch, r.n_tokens, n_chunk, r.passes[0].count,
+               info.sparse_inference ? "true" : "false");
+        json_pass(&r.passes[0], &e, n_chunk);
+        printf(", \"seconds\": %.3f", seconds);
+        if (r.n_passes == 2) {
+            printf(", \"dense\": {\"n_scored\": %lld", r.passes[1].count);
+            json_pass(&r.passes[1], &d, n_chunk);
+            printf("}");
+            json_number(stdout, "ppl_ratio", e.ppl / d.ppl);
         }
-        printf("]}\n");
+        printf("}\n");
     }
     run_free(&r);
     return 0;
