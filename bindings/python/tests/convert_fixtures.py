@@ -104,6 +104,7 @@ def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str
 
 
 def write_torch_zip(path: Path, tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None) -> None:
+    tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
     archive = path.stem
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         zf.writestr(f"{archive}/data.pkl", torch_pickle(tensors, evil_global))
