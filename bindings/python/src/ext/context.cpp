@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -38,6 +39,73 @@ pi_status decode_all(context_state& s, const std::vector<int32_t>& tokens) {
     std::copy_n(logits, s.logits->size(), s.logits->begin());
     return PI_OK;
 }
+
+// A status and, for an error, its message, read on the thread that made the failing call.
+struct outcome {
+    pi_status status;
+    std::string error;
+};
+
+outcome outcome_of(pi_status status) {
+    return {status, status < 0 ? last_error_message(status) : std::string()};
+}
+
+// Runs `work` on a worker thread while this thread waits with the GIL released, Ctrl-C and
+// ctx.cancel() reaching the library through pi_context_cancel(). Raises what the work returned.
+void run_decoding(context_state& s, const std::function<outcome()>& work, const char* what) {
+    auto call = std::make_shared<eval_call>();
+    std::thread worker([call, &work] {
+        auto [status, error] = work();
+        {
+            std::lock_guard lock(call->m);
+            call->status = status;
+            call->error = std::move(error);
+            call->finished = true;
+        }
+        call->cv.notify_all();
+    });
+    const auto finished = [&] { return call->finished; };
+    try {
+        wait_interruptibly(
+            call->m, call->cv, finished, finished, [&] { pi_context_cancel(s.ctx); },
+            s.cancel_requested);
+    } catch (...) {
+        py::gil_scoped_release nogil;
+        worker.join();
+        throw;
+    }
+    {
+        py::gil_scoped_release nogil;
+        worker.join();
+    }
+    if (call->status == PI_STATUS_CANCELLED)
+        throw status_error(PI_STATUS_CANCELLED,
+                           std::string(what) + " was cancelled; n_past tells what is cached");
+    if (call->status < 0) throw status_error(call->status, call->error);
+}
+
+// Where the FFN observer writes one trace: the rows of the chunk being decoded.
+struct trace_sink {
+    float* inputs;      // [n_layer][n_tokens][n_embd]
+    bool* active;       // [n_layer][n_tokens][n_ff]
+    float* activations; // same shape, or NULL
+    size_t n_tokens;
+    size_t chunk_start = 0;
+
+    static int write(int32_t layer, int32_t n, const float* input, int32_t n_embd,
+                     const float* activation, int32_t n_ff, void* self) {
+        auto* t = static_cast<trace_sink*>(self);
+        const size_t d = static_cast<size_t>(n_embd), ff = static_cast<size_t>(n_ff);
+        const size_t row = static_cast<size_t>(layer) * t->n_tokens + t->chunk_start;
+        const size_t values = static_cast<size_t>(n) * ff;
+        std::copy_n(input, static_cast<size_t>(n) * d, t->inputs + row * d);
+        bool* mask = t->active + row * ff;
+        for (size_t i = 0; i < values; ++i)
+            mask[i] = activation[i] != 0.0f;
+        if (t->activations) std::copy_n(activation, values, t->activations + row * ff);
+        return 1;
+    }
+};
 
 } // namespace
 
@@ -88,36 +156,7 @@ void context::eval(const std::vector<int32_t>& tokens) {
                            std::to_string(tokens.size()) + " tokens after the " +
                                std::to_string(n_past) +
                                " cached ones do not fit in n_ctx = " + std::to_string(n_ctx));
-    auto call = std::make_shared<eval_call>();
-    std::thread worker([call, s, &tokens] {
-        const pi_status status = decode_all(*s, tokens);
-        std::string error = status < 0 ? last_error_message(status) : std::string();
-        {
-            std::lock_guard lock(call->m);
-            call->status = status;
-            call->error = std::move(error);
-            call->finished = true;
-        }
-        call->cv.notify_all();
-    });
-    const auto finished = [&] { return call->finished; };
-    try {
-        wait_interruptibly(
-            call->m, call->cv, finished, finished, [&] { pi_context_cancel(s->ctx); },
-            s->cancel_requested);
-    } catch (...) {
-        py::gil_scoped_release nogil;
-        worker.join();
-        throw;
-    }
-    {
-        py::gil_scoped_release nogil;
-        worker.join();
-    }
-    if (call->status == PI_STATUS_CANCELLED)
-        throw status_error(PI_STATUS_CANCELLED,
-                           "eval() was cancelled; n_past tells what is cached");
-    if (call->status < 0) throw status_error(call->status, call->error);
+    run_decoding(*s, [&] { return outcome_of(decode_all(*s, tokens)); }, "eval()");
     s->has_logits = true;
 }
 
@@ -154,6 +193,60 @@ void context::truncate(int32_t pos) {
     busy_guard busy(*s);
     check(pi_kv_truncate(s->ctx, pos));
     s->has_logits = false;
+}
+
+py::tuple context::trace_ffn(const py::array_t<int32_t, py::array::c_style>& ids,
+                             bool with_activations) {
+    const std::shared_ptr<context_state> s = state();
+    if (ids.ndim() != 1)
+        throw status_error(PI_ERR_INVALID_ARGUMENT, "trace_ffn() needs a 1-D array of token ids");
+    const std::vector<int32_t> tokens(ids.data(), ids.data() + ids.size());
+    if (tokens.empty())
+        throw status_error(PI_ERR_INVALID_ARGUMENT, "trace_ffn() needs at least one token");
+    busy_guard busy(*s);
+    const int32_t n_ctx = pi_context_n_ctx(s->ctx);
+    if (tokens.size() > static_cast<size_t>(n_ctx))
+        throw status_error(PI_ERR_CONTEXT_FULL, std::to_string(tokens.size()) +
+                                                    " tokens do not fit in n_ctx = " +
+                                                    std::to_string(n_ctx));
+    pi_model_info info{};
+    info.struct_size = sizeof(info);
+    check(pi_model_info_get(s->model.get(), &info));
+    const auto L = static_cast<py::ssize_t>(info.n_layer), T = static_cast<py::ssize_t>(tokens.size());
+    py::array_t<float> inputs({L, T, static_cast<py::ssize_t>(info.n_embd)});
+    py::array_t<bool> active({L, T, static_cast<py::ssize_t>(info.n_ff)});
+    py::object activations = py::none();
+    trace_sink sink{inputs.mutable_data(), active.mutable_data(), nullptr, tokens.size()};
+    if (with_activations) {
+        py::array_t<float> a({L, T, static_cast<py::ssize_t>(info.n_ff)});
+        sink.activations = a.mutable_data();
+        activations = std::move(a);
+    }
+    s->has_logits = false;
+    check(pi_kv_truncate(s->ctx, 0));
+    check(pi_context_set_ffn_observer(s->ctx, &trace_sink::write, &sink));
+    run_decoding(
+        *s,
+        [&] {
+            const auto step = static_cast<size_t>(std::max(s->n_batch, 1));
+            pi_status status = PI_OK;
+            for (size_t at = 0; at < tokens.size() && status == PI_OK; at += step) {
+                if (s->cancel_requested.load()) {
+                    status = PI_STATUS_CANCELLED;
+                    break;
+                }
+                sink.chunk_start = at;
+                const pi_batch batch{static_cast<int32_t>(std::min(step, tokens.size() - at)),
+                                     tokens.data() + at, nullptr, nullptr};
+                status = pi_decode(s->ctx, &batch);
+            }
+            outcome result = outcome_of(status);
+            // On every path, after the failing call's message was read.
+            pi_context_set_ffn_observer(s->ctx, nullptr, nullptr);
+            return result;
+        },
+        "trace_ffn()");
+    return py::make_tuple(std::move(inputs), std::move(active), std::move(activations));
 }
 
 py::dict context::stats() const {
@@ -204,6 +297,7 @@ void bind_context(py::module_& m) {
         .def_property_readonly("n_ctx", &context::n_ctx)
         .def_property_readonly("n_past", &context::n_past)
         .def("truncate", &context::truncate, py::arg("pos"))
+        .def("trace_ffn", &context::trace_ffn, py::arg("tokens"), py::arg("with_activations"))
         .def("stats", &context::stats)
         .def("reset_stats", &context::reset_stats);
 }

@@ -37,6 +37,11 @@ class context {
     int32_t n_ctx() const;
     int32_t n_past() const;
     void truncate(int32_t pos);
+    // Clears the cache and decodes tokens from position 0, filling per layer and token the FFN
+    // input [n_layer][n][n_embd], the active mask [n_layer][n][n_ff] and, when asked, the
+    // activations; returns (inputs, active, activations or None).
+    pybind11::tuple trace_ffn(const pybind11::array_t<int32_t, pybind11::array::c_style>& tokens,
+                              bool with_activations);
     pybind11::dict stats() const;
     void reset_stats();
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from ._model import Model
 
-__all__ = ["Context", "Stream", "GenerationResult", "ContextStats"]
+__all__ = ["Context", "Stream", "GenerationResult", "ContextStats", "FfnTrace"]
 
 # Pieces a stream's worker may run ahead of the reader.
 _STREAM_AHEAD = 16
@@ -46,6 +46,41 @@ class ContextStats:
     """Average fraction of FFN neurons computed per layer and token."""
     decode_bytes: int
     """Bytes of weights and KV cache read by single-token batches."""
+
+
+@dataclass(frozen=True)
+class FfnTrace:
+    """What every layer's FFN saw for a token sequence (:meth:`Context.trace_ffn`)."""
+
+    inputs: numpy.typing.NDArray[numpy.float32]
+    """``[n_layer, n_tokens, n_embd]``: the residual stream before ``ffn_norm``, which the
+    predictor reads."""
+    active: numpy.typing.NDArray[numpy.bool_]
+    """``[n_layer, n_tokens, n_ff]``: the FFN activation is non-zero. On a model that computes
+    every neuron (a dense file, or ``Model(..., dense=True)``) these are the truly active
+    neurons; in sparse inference only the neurons the predictor selected can be active."""
+    activations: Optional[numpy.typing.NDArray[numpy.float32]] = None
+    """``[n_layer, n_tokens, n_ff]``: the activations themselves, when asked for."""
+
+
+def _token_array(tokens: Sequence[int], n_vocab: int) -> numpy.typing.NDArray[numpy.int32]:
+    import numpy  # noqa: F811 (only trace_ffn needs it at run time)
+
+    ids = numpy.asarray(tokens)
+    if ids.size == 0:
+        raise InvalidArgumentError("trace_ffn() needs at least one token", -1)
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise InvalidArgumentError(
+            f"tokens must be a 1-D sequence of integer ids, not {ids.dtype} of shape {ids.shape}",
+            -1,
+        )
+    bad = numpy.flatnonzero((ids < 0) | (ids >= n_vocab))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidArgumentError(
+            f"token {i} has id {int(ids[i])}, outside the vocabulary [0, {n_vocab})", -1
+        )
+    return numpy.ascontiguousarray(ids, dtype=numpy.int32)
 
 
 def _seed(seed: Optional[int]) -> Optional[int]:
@@ -253,6 +288,26 @@ class Context:
         """
         self._impl.eval(list(tokens))
         return self._impl.logits()
+
+    def trace_ffn(self, tokens: Sequence[int], *, activations: bool = False) -> FfnTrace:
+        """Runs ``tokens`` from position 0 and returns what every layer's FFN saw: its input
+        (what the predictor reads) and which neurons fired (``pi_context_set_ffn_observer``).
+
+        This is how a predictor trainer reads a corpus: clears the cache, decodes in
+        ``n_batch`` chunks with the GIL released and fills preallocated arrays (no per-layer
+        Python calls). Afterwards the cache holds ``tokens`` and :meth:`logits` is unset.
+        ``activations=True`` also keeps the float activations (``4 * n_ff`` bytes per layer and
+        token). For true activation masks load the model with ``dense=True``.
+
+        Raises:
+            InvalidArgumentError: no tokens, or an id outside the vocabulary.
+            ContextFullError: more tokens than ``n_ctx``.
+            UnsupportedError: some FFN neurons of the model run on an offload device.
+            CancelledError: :meth:`cancel` stopped it.
+        """
+        ids = _token_array(tokens, self.model.n_vocab)
+        inputs, active, values = self._impl.trace_ffn(ids, with_activations=activations)
+        return FfnTrace(inputs=inputs, active=active, activations=values)
 
     def logits(self) -> numpy.typing.NDArray[numpy.float32]:
         """The last :meth:`eval`'s logits for its last token: a read-only float32 NumPy view of
