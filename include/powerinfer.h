@@ -287,15 +287,17 @@ PI_API pi_status pi_predictor_audit_get(const pi_context *ctx, int32_t layer, pi
  * activation and before its down projection adds into the residual stream (pi_generate's
  * decodes call it too).
  * - ffn_input [n_tokens][n_embd]: the residual stream before ffn_norm (what the predictor reads).
- * - activation [n_tokens][n_ff]: the FFN activation the engine computed, act(gate·xn) * (up·xn)
- *   with xn = ffn_norm(ffn_input). When every neuron is computed (a dense file, or
+ * - activation [n_tokens][n_ff]: the FFN activation the engine computed from gate·xn and up·xn,
+ *   xn = ffn_norm(ffn_input) (ReGLU: relu(gate·xn) * (up·xn); bamboo: relu of both; SwiGLU for
+ *   a dense SiLU file). When every neuron is computed (a dense file, or
  *   pi_model_params.dense = 1 on a sparse file) it is the true activation: a neuron is active
  *   iff its value is non-zero, as pi_predictor_audit counts it. In sparse inference a neuron
  *   the predictor did not select is 0 whatever its true value, so non-zero then means "selected
  *   and truly active".
- * Row t belongs to the batch's token t. Both arrays are valid only during the call. Return 0 to
- * stop the decode: pi_decode then returns PI_STATUS_CANCELLED and the cache forgets the batch,
- * as after pi_context_cancel(). */
+ * Row t belongs to the batch's token t. Both arrays are valid only during the call. The
+ * observer must not call functions on the decoding context (pi_context_cancel excepted).
+ * Return 0 to stop the decode: pi_decode then returns PI_STATUS_CANCELLED and the cache forgets
+ * the batch, as after pi_context_cancel(). */
 typedef int (*pi_ffn_observer)(int32_t layer, int32_t n_tokens, const float *ffn_input,
                                int32_t n_embd, const float *activation, int32_t n_ff,
                                void *user_data);
