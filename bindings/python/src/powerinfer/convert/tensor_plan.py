@@ -14,6 +14,7 @@ each tensor's memory map, so no more than a block (a whole matrix for a transpos
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Optional
@@ -48,9 +49,16 @@ class PlannedTensor:
         return int(np.prod(self.shape)) * GGML_NUMPY[self.ggml_type].itemsize
 
     def write(self, f: BinaryIO, advance: Callable[[int], None]) -> None:
+        if self._is_byte_copy():
+            _copy_file_range(f, self.source, advance)
+            return
         for block in self._blocks():
             f.write(memoryview(block).cast("B"))
             advance(block.nbytes)
+
+    def _is_byte_copy(self) -> bool:
+        src = self.source
+        return self.transform == "copy" and src.strides is None and src.dtype != "BF16" and SOURCE_DTYPES[src.dtype] == GGML_NUMPY[self.ggml_type]
 
     def _blocks(self) -> Iterator[np.ndarray]:
         data = self.source.load()
@@ -70,6 +78,26 @@ class PlannedTensor:
         rows = max(1, BLOCK_BYTES // max(1, data.shape[1] * max(out.itemsize, data.dtype.itemsize)))
         for r in range(0, data.shape[0], rows):
             yield _as(data[r : r + rows], self.source.dtype, out)
+
+
+def _copy_file_range(f: BinaryIO, src: TensorRef, advance: Callable[[int], None]) -> None:
+    """Unchanged bytes go file to file inside the kernel, not through Python's memory."""
+    f.flush()
+    start = f.tell()
+    out_fd = f.fileno()
+    with open(src.file, "rb") as raw:
+        done = 0
+        while done < src.nbytes:
+            n = min(BLOCK_BYTES * 4, src.nbytes - done)
+            try:
+                copied = os.copy_file_range(raw.fileno(), out_fd, n, src.offset + done, start + done)
+            except OSError:  # a file system or kernel without it: plain reads and writes
+                copied = os.pwrite(out_fd, os.pread(raw.fileno(), n, src.offset + done), start + done)
+            if copied <= 0:
+                raise ConvertError(src.file, "ended early while copying (truncated file?)", src.name)
+            done += copied
+            advance(copied)
+    f.seek(start + done)
 
 
 def _as(block: np.ndarray, source_dtype: str, out: np.dtype) -> np.ndarray:
