@@ -5,7 +5,8 @@ Hugging Face reference)."""
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 import powerinfer
 from powerinfer.convert import convert
+from powerinfer.convert.progress import Progress
 
 from convert_fixtures import TinyModel, make_model, permute, read_gguf, reference_logits, tiny_vocab
 
@@ -232,6 +234,29 @@ def test_command_line(tmp_path: Path, how: str) -> None:
     assert r.returncode == 0, r.stderr
     assert read_gguf(out).magic == b"GGUF"
     assert "-> dense F32" in r.stderr
+
+
+def test_output_mode_follows_umask(tmp_path: Path) -> None:
+    t = make_model(tmp_path / "m")
+    old = os.umask(0o022)
+    try:
+        out = convert(t.folder, t.predictor_dir)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_progress_bar() -> None:
+    import io
+
+    stream = io.StringIO()
+    bar = Progress(1000, "write f16", True, stream)
+    bar.advance(1000)
+    bar.close()
+    assert "write f16 [##############################] 100.0%" in stream.getvalue()
+    quiet = io.StringIO()
+    Progress(10, "x", False, quiet).advance(10)
+    assert quiet.getvalue() == ""
 
 
 def test_no_torch_imported(tmp_path: Path) -> None:

@@ -17,6 +17,10 @@ def temporary_beside(outfile: Path) -> Iterator[Path]:
     fd, name = tempfile.mkstemp(prefix=outfile.name + ".tmp-", dir=outfile.parent)
     os.close(fd)
     path = Path(name)
+    # mkstemp makes the file private (0600); the output should get what a plain open() gives.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
     try:
         yield path
     finally:
