@@ -97,9 +97,13 @@ private:
     std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
-// Builds a GGUF v3 file in memory order: metadata in insertion order, tensors in insertion
-// order, each tensor's data padded to the alignment. write() writes to a temporary file next to
-// the target and renames it, so an interrupted write leaves no half file.
+class tensor_stream;
+
+// Builds a GGUF v3 file: metadata in insertion order, tensors in insertion order, each tensor's
+// data padded to the alignment. write() writes to a temporary file next to the target and
+// renames it, so an interrupted write leaves no half file. For files too large to hold in
+// memory, declare the tensors with add_tensor_info() and pass their data through a
+// tensor_stream instead.
 class writer {
 public:
     explicit writer(bool sparse, uint32_t alignment = 32);
@@ -118,20 +122,49 @@ public:
     // dims[0] is the contiguous row length; data must hold exactly the tensor's bytes.
     void add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,
                     std::vector<uint8_t> data);
+    // A tensor whose data a tensor_stream takes later: its size follows from type and dims.
+    void add_tensor_info(std::string name, ggml_type type, std::span<const int64_t> dims);
 
-    void write(const std::string& path) const; // throws pi::error(status::io)
+    // Throws pi::error(status::io), or invalid_argument when a tensor was declared without data.
+    void write(const std::string& path) const;
 
 private:
+    friend class tensor_stream;
     struct pending_tensor {
         std::string name;
         ggml_type type;
         std::vector<int64_t> dims;
-        std::vector<uint8_t> data;
+        uint64_t n_bytes;
+        std::vector<uint8_t> data; // empty for add_tensor_info
+        bool has_data;
     };
+    void add(std::string name, ggml_type type, std::span<const int64_t> dims,
+             std::vector<uint8_t> data, bool has_data);
     bool sparse_;
     uint32_t alignment_;
     std::vector<std::pair<std::string, value>> kv_;
     std::vector<pending_tensor> tensors_;
+};
+
+// Writes a writer's file in one pass without holding the tensors: the constructor writes the
+// header and every tensor's info to a temporary file next to path, append() takes the tensors'
+// data in declaration order (a tensor may come in several pieces), commit() pads, syncs and
+// renames the file into place. Destroyed without commit() (an error, a cancellation), it removes
+// the temporary file. Errors are pi::error(status::io) naming the file and the tensor, or
+// invalid_argument for data that does not fit the declared tensors.
+class tensor_stream {
+public:
+    tensor_stream(const writer& w, const std::string& path);
+    ~tensor_stream();
+    tensor_stream(const tensor_stream&) = delete;
+    tensor_stream& operator=(const tensor_stream&) = delete;
+
+    void append(std::span<const uint8_t> data);
+    void commit();
+
+private:
+    struct state;
+    std::unique_ptr<state> s_;
 };
 
 } // namespace pi::gguf

@@ -1,5 +1,5 @@
-// GGUF v3 writer: validates values and tensors when they are added, then streams the file to a
-// temporary name and renames it into place.
+// GGUF v3 writer: validates values and tensors when they are added; a tensor_stream writes the
+// file in one pass to a temporary name and renames it into place.
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -77,9 +77,11 @@ class file_sink {
 
     void bytes(const void* p, size_t n) {
         if (n != 0 && std::fwrite(p, 1, n, f_) != n)
-            fail(status::io, path_, ": write failed: ", std::strerror(errno));
+            fail(status::io, path_, ": write failed", where_, ": ", std::strerror(errno));
         pos_ += n;
     }
+    // Names the part being written in write errors ("tensor 'x'").
+    void set_where(std::string where) { where_ = std::move(where); }
     template <typename T> void pod(T v) { bytes(&v, sizeof v); }
     void str(const std::string& s) {
         pod<uint64_t>(s.size());
@@ -104,6 +106,7 @@ class file_sink {
 
   private:
     std::string path_;
+    std::string where_;
     std::FILE* f_ = nullptr;
     uint64_t pos_ = 0;
 };
@@ -224,6 +227,15 @@ void writer::set_i32_array(std::string key, std::span<const int32_t> v) {
 
 void writer::add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,
                         std::vector<uint8_t> data) {
+    add(std::move(name), type, dims, std::move(data), true);
+}
+
+void writer::add_tensor_info(std::string name, ggml_type type, std::span<const int64_t> dims) {
+    add(std::move(name), type, dims, {}, false);
+}
+
+void writer::add(std::string name, ggml_type type, std::span<const int64_t> dims,
+                 std::vector<uint8_t> data, bool has_data) {
     for (const pending_tensor& t : tensors_)
         if (t.name == name)
             fail(status::invalid_argument, "gguf writer: duplicate tensor '", name, "'");
@@ -243,55 +255,117 @@ void writer::add_tensor(std::string name, ggml_type type, std::span<const int64_
         fail(status::invalid_argument, "gguf writer: tensor '", name, "' row length ", dims[0],
              " is not a multiple of the block size ", tt.block_size, " of ", tt.name);
     const uint64_t n_bytes = static_cast<uint64_t>(n) / tt.block_size * tt.type_size;
-    if (data.size() != n_bytes)
+    if (has_data && data.size() != n_bytes)
         fail(status::invalid_argument, "gguf writer: tensor '", name, "' needs ", n_bytes,
              " bytes of data, got ", data.size());
-    tensors_.push_back({std::move(name), type, {dims.begin(), dims.end()}, std::move(data)});
+    tensors_.push_back(
+        {std::move(name), type, {dims.begin(), dims.end()}, n_bytes, std::move(data), has_data});
 }
 
 void writer::write(const std::string& path) const {
-    const bool has_alignment_key = std::any_of(
-        kv_.begin(), kv_.end(), [](const auto& kv) { return kv.first == wire::alignment_key; });
-    const bool add_alignment_key = alignment_ != wire::default_alignment && !has_alignment_key;
-    const std::string tmp = concat(path, ".tmp.", ::getpid());
-    try {
-        file_sink out(tmp);
-        out.bytes(sparse_ ? wire::magic_sparse : wire::magic_dense, 4);
-        out.pod(wire::version);
-        out.pod<uint64_t>(tensors_.size());
-        out.pod<uint64_t>(kv_.size() + (add_alignment_key ? 1 : 0));
-        // gguf-py's reader accepts general.alignment only as u32.
-        const value alignment_value = make_scalar(value_type::u32, uint64_t{alignment_});
-        if (add_alignment_key) {
-            out.str(wire::alignment_key);
-            put_value(out, alignment_value);
-        }
-        for (const auto& [key, v] : kv_) {
-            out.str(key);
-            put_value(out, key == wire::alignment_key ? alignment_value : v);
-        }
-        uint64_t offset = 0;
-        for (const pending_tensor& t : tensors_) {
-            out.str(t.name);
-            out.pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
-            for (int64_t d : t.dims)
-                out.pod<uint64_t>(static_cast<uint64_t>(d));
-            out.pod(static_cast<uint32_t>(t.type));
-            out.pod(offset);
-            offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
-        }
-        out.pad(alignment_);
-        for (const pending_tensor& t : tensors_) {
-            out.bytes(t.data.data(), t.data.size());
-            out.pad(alignment_);
-        }
-        out.close();
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-            fail(status::io, path, ": cannot rename ", tmp, " into place: ", std::strerror(errno));
-    } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
+    tensor_stream out(*this, path);
+    out.commit();
+}
+
+// The tensors added with their data are written by the stream itself when their turn comes.
+struct tensor_stream::state {
+    const std::vector<writer::pending_tensor>& tensors;
+    uint32_t alignment;
+    std::string path;
+    std::string tmp;
+    file_sink out;
+    size_t next = 0;        // the tensor being written
+    uint64_t next_done = 0; // its bytes written so far
+    bool committed = false;
+
+    state(const writer& w, std::string target)
+        : tensors(w.tensors_), alignment(w.alignment_), path(std::move(target)),
+          tmp(concat(path, ".tmp.", ::getpid())), out(tmp) {}
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() {
+        if (!committed) std::remove(tmp.c_str());
     }
+
+    // Writes the held tensors and closes the complete ones up to the next one that needs data.
+    void advance() {
+        while (next < tensors.size()) {
+            const writer::pending_tensor& t = tensors[next];
+            if (t.has_data) {
+                out.set_where(concat(" in tensor '", t.name, "'"));
+                out.bytes(t.data.data(), t.data.size());
+            } else if (next_done != t.n_bytes) {
+                return;
+            }
+            out.pad(alignment);
+            ++next;
+            next_done = 0;
+        }
+        out.set_where({});
+    }
+};
+
+tensor_stream::tensor_stream(const writer& w, const std::string& path) {
+    const bool has_alignment_key = std::any_of(
+        w.kv_.begin(), w.kv_.end(), [](const auto& kv) { return kv.first == wire::alignment_key; });
+    const bool add_alignment_key = w.alignment_ != wire::default_alignment && !has_alignment_key;
+    s_ = std::make_unique<state>(w, path);
+    file_sink& out = s_->out;
+    out.bytes(w.sparse_ ? wire::magic_sparse : wire::magic_dense, 4);
+    out.pod(wire::version);
+    out.pod<uint64_t>(w.tensors_.size());
+    out.pod<uint64_t>(w.kv_.size() + (add_alignment_key ? 1 : 0));
+    // gguf-py's reader accepts general.alignment only as u32.
+    const value alignment_value = make_scalar(value_type::u32, uint64_t{w.alignment_});
+    if (add_alignment_key) {
+        out.str(wire::alignment_key);
+        put_value(out, alignment_value);
+    }
+    for (const auto& [key, v] : w.kv_) {
+        out.str(key);
+        put_value(out, key == wire::alignment_key ? alignment_value : v);
+    }
+    uint64_t offset = 0;
+    for (const writer::pending_tensor& t : w.tensors_) {
+        out.str(t.name);
+        out.pod<uint32_t>(static_cast<uint32_t>(t.dims.size()));
+        for (int64_t d : t.dims)
+            out.pod<uint64_t>(static_cast<uint64_t>(d));
+        out.pod(static_cast<uint32_t>(t.type));
+        out.pod(offset);
+        offset += (t.n_bytes + w.alignment_ - 1) / w.alignment_ * w.alignment_;
+    }
+    out.pad(w.alignment_);
+    s_->advance();
+}
+
+tensor_stream::~tensor_stream() = default;
+
+void tensor_stream::append(std::span<const uint8_t> data) {
+    state& s = *s_;
+    if (s.next == s.tensors.size())
+        fail(status::invalid_argument, "gguf writer: ", s.path, ": ", data.size(),
+             " bytes of data beyond the last tensor");
+    const writer::pending_tensor& t = s.tensors[s.next];
+    if (data.size() > t.n_bytes - s.next_done)
+        fail(status::invalid_argument, "gguf writer: ", s.path, ": tensor '", t.name, "' needs ",
+             t.n_bytes - s.next_done, " more bytes, got ", data.size());
+    s.out.set_where(concat(" in tensor '", t.name, "'"));
+    s.out.bytes(data.data(), data.size());
+    s.next_done += data.size();
+    s.advance();
+}
+
+void tensor_stream::commit() {
+    state& s = *s_;
+    if (s.next != s.tensors.size())
+        fail(status::invalid_argument, "gguf writer: ", s.path, ": tensor '",
+             s.tensors[s.next].name, "' got ", s.next_done, " of its ",
+             s.tensors[s.next].n_bytes, " bytes");
+    s.out.close();
+    if (std::rename(s.tmp.c_str(), s.path.c_str()) != 0)
+        fail(status::io, s.path, ": cannot rename ", s.tmp, " into place: ", std::strerror(errno));
+    s.committed = true;
 }
 
 } // namespace pi::gguf

@@ -1,5 +1,7 @@
-// Model quantization: plan every tensor first (so that a bad input fails before any work),
-// convert the weights row-parallel in a oneTBB arena of n_threads, then write the file.
+// Model quantization: plan every tensor first (so that a bad input fails before any work), then
+// stream the output: the header goes out first (every size follows from type and shape), then
+// each tensor, converted row-parallel in a oneTBB arena of n_threads a chunk at a time. Memory
+// stays at one chunk whatever the model's size.
 #include "model/quantize_model.hpp"
 
 #include <algorithm>
@@ -12,7 +14,9 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gguf/gguf.hpp"
 #include "support/error.hpp"
@@ -101,7 +105,17 @@ class progress_meter {
     uint64_t done_ = 0;
 };
 
-// Rows [first, last) of t, converted to `to` into out (which holds all rows of the result).
+// Drops input pages from this process once their data is written: they stay in the page cache,
+// but without this the whole input model would count in the quantizer's RSS. The mapping is
+// read-only, so the data stays readable (a later access reads the file again).
+void release_pages(const uint8_t* data, size_t n_bytes) {
+    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(data) + n_bytes;
+    if (n_bytes != 0) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Rows [first, last) of t, converted to `to` into out (which holds those rows of the result).
 bool convert_rows(const gguf::tensor_info& t, ggml_type to, int64_t first, int64_t last,
                   uint8_t* out) {
     const int64_t ne0 = t.ne[0];
@@ -111,37 +125,55 @@ bool convert_rows(const gguf::tensor_info& t, ggml_type to, int64_t first, int64
     std::vector<float> row(static_cast<size_t>(ne0));
     for (int64_t i = first; i != last; ++i) {
         to_float(t.data + i * in_row, row.data(), ne0);
-        if (!quantize_row(to, row, std::span<uint8_t>(out + i * out_row, out_row))) return false;
+        if (!quantize_row(to, row, std::span<uint8_t>(out + (i - first) * out_row, out_row)))
+            return false;
     }
     return true;
 }
 
-// Converts row-parallel, in chunks of about 4M elements so that progress and cancellation stay
-// responsive on the largest tensors.
-std::vector<uint8_t> convert(const gguf::tensor_info& t, ggml_type to, tbb::task_arena& arena,
-                             progress_meter& meter) {
+// Converts row-parallel and streams the result, in chunks of about 4M elements: one chunk is
+// all the memory a tensor takes (`scratch`, reused from tensor to tensor, and the chunk's input
+// pages), and progress and cancellation stay responsive on the largest tensors.
+void convert(const gguf::tensor_info& t, ggml_type to, tbb::task_arena& arena,
+             progress_meter& meter, std::vector<uint8_t>& scratch, gguf::tensor_stream& out) {
     const int64_t ne0 = t.ne[0];
     const int64_t n = t.n_elements();
-    if (n == 0) return {};
+    if (n == 0) return;
     const int64_t rows = n / ne0;
-    std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes(to, ne0));
+    const size_t in_row = row_bytes(t.type, ne0);
+    const size_t out_row = row_bytes(to, ne0);
     const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / ne0);
     for (int64_t first = 0; first < rows; first += chunk) {
         const int64_t last = std::min(rows, first + chunk);
+        const size_t n_bytes = static_cast<size_t>(last - first) * out_row;
+        if (scratch.size() < n_bytes) scratch.resize(n_bytes);
         std::atomic<bool> ok = true;
         arena.execute([&] {
             tbb::parallel_for(tbb::blocked_range<int64_t>(first, last),
                               [&](const tbb::blocked_range<int64_t>& r) {
-                                  if (!convert_rows(t, to, r.begin(), r.end(), out.data()))
+                                  const size_t at = static_cast<size_t>(r.begin() - first) * out_row;
+                                  if (!convert_rows(t, to, r.begin(), r.end(), scratch.data() + at))
                                       ok.store(false);
                               });
         });
         if (!ok.load())
             fail(status::internal, "tensor '", t.name, "': no ", type_name(t.type), " -> ",
                  type_name(to), " conversion");
+        out.append(std::span<const uint8_t>(scratch.data(), n_bytes));
+        release_pages(t.data + static_cast<size_t>(first) * in_row,
+                      static_cast<size_t>(last - first) * in_row);
         meter.advance(static_cast<uint64_t>((last - first) * ne0));
     }
-    return out;
+}
+
+// Copies an unchanged tensor from the input mapping, a chunk at a time.
+void copy(const gguf::tensor_info& t, gguf::tensor_stream& out) {
+    constexpr uint64_t chunk = uint64_t{16} << 20;
+    for (uint64_t at = 0; at < t.n_bytes; at += chunk) {
+        const size_t n = static_cast<size_t>(std::min(chunk, t.n_bytes - at));
+        out.append(std::span<const uint8_t>(t.data + at, n));
+        release_pages(t.data + at, n);
+    }
 }
 
 } // namespace
@@ -202,26 +234,30 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
         w.set(key, v);
     w.set_u32("general.quantization_version", 2);
     w.set_u32("general.file_type", file_type);
+    for (size_t i = 0; i < plans.size(); ++i) {
+        const gguf::tensor_info& t = f->tensors()[i];
+        const std::vector<int64_t> dims(t.ne, t.ne + t.n_dims);
+        w.add_tensor_info(t.name, plans[i].type, dims);
+    }
 
+    gguf::tensor_stream out(w, out_path);
     tbb::task_arena arena(o.n_threads > 0 ? o.n_threads : tbb::task_arena::automatic);
     progress_meter meter(o, total);
+    std::vector<uint8_t> scratch;
     size_t n_converted = 0;
     for (size_t i = 0; i < plans.size(); ++i) {
         const gguf::tensor_info& t = f->tensors()[i];
         if (!plans[i].warning.empty())
             log(log_level::warn, concat(in_path, ": ", plans[i].warning));
-        std::vector<uint8_t> data;
         if (plans[i].type == t.type) {
-            data.assign(t.data, t.data + t.n_bytes);
+            copy(t, out);
             meter.advance(static_cast<uint64_t>(t.n_elements()));
         } else {
-            data = convert(t, plans[i].type, arena, meter);
+            convert(t, plans[i].type, arena, meter, scratch, out);
             ++n_converted;
         }
-        const std::vector<int64_t> dims(t.ne, t.ne + t.n_dims);
-        w.add_tensor(t.name, plans[i].type, dims, std::move(data));
     }
-    w.write(out_path);
+    out.commit();
     log(log_level::info, concat("quantized ", n_converted, " of ", plans.size(), " tensors of ",
                                 in_path, " to ", type_name(o.type), " into ", out_path));
 }
