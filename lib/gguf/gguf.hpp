@@ -136,10 +136,10 @@ private:
         std::vector<int64_t> dims;
         uint64_t n_bytes;
         std::vector<uint8_t> data; // empty for add_tensor_info
-        bool has_data;
     };
-    void add(std::string name, ggml_type type, std::span<const int64_t> dims,
-             std::vector<uint8_t> data, bool has_data);
+    // The byte size of a new tensor; throws pi::error(invalid_argument) for a bad one.
+    uint64_t checked_size(const std::string& name, ggml_type type,
+                          std::span<const int64_t> dims) const;
     bool sparse_;
     uint32_t alignment_;
     std::vector<std::pair<std::string, value>> kv_;

@@ -227,15 +227,21 @@ void writer::set_i32_array(std::string key, std::span<const int32_t> v) {
 
 void writer::add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,
                         std::vector<uint8_t> data) {
-    add(std::move(name), type, dims, std::move(data), true);
+    const uint64_t n_bytes = checked_size(name, type, dims);
+    if (data.size() != n_bytes)
+        fail(status::invalid_argument, "gguf writer: tensor '", name, "' needs ", n_bytes,
+             " bytes of data, got ", data.size());
+    tensors_.push_back(
+        {std::move(name), type, {dims.begin(), dims.end()}, n_bytes, std::move(data)});
 }
 
 void writer::add_tensor_info(std::string name, ggml_type type, std::span<const int64_t> dims) {
-    add(std::move(name), type, dims, {}, false);
+    const uint64_t n_bytes = checked_size(name, type, dims);
+    tensors_.push_back({std::move(name), type, {dims.begin(), dims.end()}, n_bytes, {}});
 }
 
-void writer::add(std::string name, ggml_type type, std::span<const int64_t> dims,
-                 std::vector<uint8_t> data, bool has_data) {
+uint64_t writer::checked_size(const std::string& name, ggml_type type,
+                              std::span<const int64_t> dims) const {
     for (const pending_tensor& t : tensors_)
         if (t.name == name)
             fail(status::invalid_argument, "gguf writer: duplicate tensor '", name, "'");
@@ -254,12 +260,7 @@ void writer::add(std::string name, ggml_type type, std::span<const int64_t> dims
     if (dims[0] % tt.block_size != 0)
         fail(status::invalid_argument, "gguf writer: tensor '", name, "' row length ", dims[0],
              " is not a multiple of the block size ", tt.block_size, " of ", tt.name);
-    const uint64_t n_bytes = static_cast<uint64_t>(n) / tt.block_size * tt.type_size;
-    if (has_data && data.size() != n_bytes)
-        fail(status::invalid_argument, "gguf writer: tensor '", name, "' needs ", n_bytes,
-             " bytes of data, got ", data.size());
-    tensors_.push_back(
-        {std::move(name), type, {dims.begin(), dims.end()}, n_bytes, std::move(data), has_data});
+    return static_cast<uint64_t>(n) / tt.block_size * tt.type_size;
 }
 
 void writer::write(const std::string& path) const {
@@ -267,7 +268,8 @@ void writer::write(const std::string& path) const {
     out.commit();
 }
 
-// The tensors added with their data are written by the stream itself when their turn comes.
+// The tensors added with their data are written by the stream itself when their turn comes (a
+// declared tensor of no bytes is complete as soon as its turn comes).
 struct tensor_stream::state {
     const std::vector<writer::pending_tensor>& tensors;
     uint32_t alignment;
@@ -291,7 +293,7 @@ struct tensor_stream::state {
     void advance() {
         while (next < tensors.size()) {
             const writer::pending_tensor& t = tensors[next];
-            if (t.has_data) {
+            if (!t.data.empty()) {
                 out.set_where(concat(" in tensor '", t.name, "'"));
                 out.bytes(t.data.data(), t.data.size());
             } else if (next_done != t.n_bytes) {
@@ -360,8 +362,8 @@ void tensor_stream::commit() {
     state& s = *s_;
     if (s.next != s.tensors.size())
         fail(status::invalid_argument, "gguf writer: ", s.path, ": tensor '",
-             s.tensors[s.next].name, "' got ", s.next_done, " of its ",
-             s.tensors[s.next].n_bytes, " bytes");
+             s.tensors[s.next].name, "' got ", s.next_done, " of its ", s.tensors[s.next].n_bytes,
+             " bytes");
     s.out.close();
     if (std::rename(s.tmp.c_str(), s.path.c_str()) != 0)
         fail(status::io, s.path, ": cannot rename ", s.tmp, " into place: ", std::strerror(errno));

@@ -151,7 +151,8 @@ void convert(const gguf::tensor_info& t, ggml_type to, tbb::task_arena& arena,
         arena.execute([&] {
             tbb::parallel_for(tbb::blocked_range<int64_t>(first, last),
                               [&](const tbb::blocked_range<int64_t>& r) {
-                                  const size_t at = static_cast<size_t>(r.begin() - first) * out_row;
+                                  const size_t at =
+                                      static_cast<size_t>(r.begin() - first) * out_row;
                                   if (!convert_rows(t, to, r.begin(), r.end(), scratch.data() + at))
                                       ok.store(false);
                               });

@@ -485,7 +485,8 @@ std::string write_golden_source(const std::string& dir, uint32_t alignment) {
         }
         w.add_tensor(s.name, s.type, s.dims, std::move(data));
     }
-    const std::string path = (fs::path(dir) / ("golden-in-" + std::to_string(alignment) + ".gguf")).string();
+    const std::string path =
+        (fs::path(dir) / ("golden-in-" + std::to_string(alignment) + ".gguf")).string();
     w.write(path);
     return path;
 }
