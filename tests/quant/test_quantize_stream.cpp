@@ -3,6 +3,7 @@
 // quantizer's memory stays at about one tensor however large the model is.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include "quant/types.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
+
+#include <sys/resource.h>
 
 using pi::ggml_type;
 namespace fs = std::filesystem;
@@ -132,6 +135,49 @@ TEST_CASE("tensor_stream: too much, too little or missing data fails and leaves 
         CHECK(e.code() == pi::status::io);
         CHECK(std::string(e.what()).find(no_dir) != std::string::npos);
     }
+}
+
+// A write that fails (here: past RLIMIT_FSIZE) names the output file and the tensor, and the
+// temporary file goes.
+TEST_CASE("a failed write names the file and the tensor and leaves nothing") {
+    const std::string dir = pi::test::scratch_dir("quantize_stream_write_error");
+    const std::string in = (fs::path(dir) / "in.gguf").string();
+    {
+        pi::gguf::writer w(true);
+        const std::vector<int64_t> dims = {256, 64};
+        for (int i = 0; i < 4; ++i)
+            w.add_tensor("blk." + std::to_string(i) + ".ffn_up.weight", ggml_type::f32, dims,
+                         pattern(256 * 64 * 4, static_cast<uint8_t>(i)));
+        w.write(in);
+    }
+    const std::string out_dir = (fs::path(dir) / "out").string();
+    fs::create_directory(out_dir);
+    const std::string out = (fs::path(out_dir) / "out.gguf").string();
+    pi::quantize_options o;
+    o.type = ggml_type::f16; // 32 KiB a tensor: the second one crosses the limit
+    o.n_threads = 2;
+
+    rlimit old_limit{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN); // the write fails with EFBIG instead
+    rlimit limit = old_limit;
+    limit.rlim_cur = 48 * 1024;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+    std::string message = "no error";
+    pi::status code = pi::status::ok;
+    try {
+        pi::quantize_model(in, out, o);
+    } catch (const pi::error& e) {
+        message = e.what();
+        code = e.code();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    std::signal(SIGXFSZ, old_handler);
+    CAPTURE(message);
+    CHECK(code == pi::status::io);
+    CHECK(message.find(out) != std::string::npos);
+    CHECK(message.find("in tensor 'blk.1.ffn_up.weight'") != std::string::npos);
+    CHECK(entries(out_dir) == 0);
 }
 
 // The bound: a model of 16 tensors, each 1M F16 elements, to F32 (4 MiB per output tensor,
