@@ -19,6 +19,14 @@
 
 #include <sys/resource.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PI_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PI_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 using pi::ggml_type;
 namespace fs = std::filesystem;
 
@@ -180,12 +188,17 @@ TEST_CASE("a failed write names the file and the tensor and leaves nothing") {
     CHECK(entries(out_dir) == 0);
 }
 
-// The bound: a model of 16 tensors, each 1M F16 elements, to F32 (4 MiB per output tensor,
-// 64 MiB in all). Holding the outputs, or keeping the mapped input resident, passes 64 MiB;
-// streaming needs one tensor's output and one chunk of input (about 6 MiB) plus noise.
+// The bound: a model of 32 tensors, each 1M F16 elements, to F32 (4 MiB per output tensor,
+// 128 MiB in all). Holding the outputs passes 128 MiB, keeping the mapped input resident 64 MiB;
+// streaming needs one tensor's output and one chunk of input (about 6 MiB) plus noise. Not under
+// AddressSanitizer, whose quarantine keeps freed memory resident (about 1 MiB a tensor here).
 TEST_CASE("quantizing a model many tensors large grows peak memory by about one tensor") {
+#if defined(PI_TEST_UNDER_ASAN)
+    MESSAGE("SKIPPED under AddressSanitizer: its quarantine keeps freed memory resident");
+    return;
+#endif
     const std::string dir = pi::test::scratch_dir("quantize_stream_memory");
-    const int n_tensors = 16;
+    const int n_tensors = 32;
     const std::vector<int64_t> dims = {1024, 1024};
     const std::string in = (fs::path(dir) / "in.gguf").string();
     {
@@ -218,7 +231,7 @@ TEST_CASE("quantizing a model many tensors large grows peak memory by about one 
     const int64_t before = memory_probe::kib("VmRSS");
     pi::quantize_model(in, out, o);
     const int64_t growth = memory_probe::kib("VmHWM") - before;
-    MESSAGE("peak RSS growth while quantizing 64 MiB of output: ", growth, " KiB");
+    MESSAGE("peak RSS growth while quantizing 128 MiB of output: ", growth, " KiB");
     CHECK(growth < 20 * 1024);
     CHECK(fs::file_size(out) > static_cast<uintmax_t>(n_tensors) * 4 * 1024 * 1024);
 }
