@@ -43,7 +43,8 @@ struct tensor_plan {
 // pi::error(unsupported) for a weight that is already quantized (no requantizing).
 tensor_plan plan_tensor(const gguf::tensor_info& tensor, const quantize_options& options);
 
-// Reads in_path, writes out_path through a temporary file renamed into place. Throws pi::error:
+// Reads in_path, writes out_path through a temporary file renamed into place, streaming: memory
+// stays at about one chunk of one tensor whatever the model's size. Throws pi::error:
 // invalid_argument when out_path is in_path (same file, also through links) or the type is not
 // a target, io/format for unreadable input or unwritable output, unsupported for quantized
 // input weights, cancelled when the progress callback returns false (no output is left).
