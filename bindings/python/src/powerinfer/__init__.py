@@ -16,7 +16,7 @@ threads; a context is one conversation, used by one thread at a time. Failures r
 from __future__ import annotations
 
 from . import _powerinfer
-from ._context import Context, ContextStats, GenerationResult, Stream
+from ._context import Context, ContextStats, FfnTrace, GenerationResult, Stream
 from ._errors import (
     CancelledError,
     ContextFullError,
@@ -45,6 +45,7 @@ __all__ = [
     "ContextFullError",
     "ContextStats",
     "Error",
+    "FfnTrace",
     "FileError",
     "FormatError",
     "GenerationResult",
