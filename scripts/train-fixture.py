@@ -5,6 +5,7 @@ transformers. Hand-run (torch, transformers, sentencepiece), never in CI; see do
 
     python scripts/train-fixture.py --out tests/data/relu-llama-kjv --minutes 25
     python scripts/train-fixture.py --out tests/data/relu-llama-kjv --goldens-only
+    python scripts/train-fixture.py --out tests/data/relu-llama-kjv --write-train-text kjv-train.txt
 """
 
 import argparse
@@ -96,11 +97,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--goldens-only", action="store_true",
                     help="recompute the goldens and perplexity of an already trained --out")
+    ap.add_argument("--write-train-text", type=Path, metavar="FILE",
+                    help="only write the training text (the predictor trainer's corpus) to FILE")
     args = ap.parse_args()
+    train_text, val_text = corpus.train_and_validation()
+    if args.write_train_text:
+        args.write_train_text.write_text(train_text)
+        return
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    train_text, val_text = corpus.train_and_validation()
     val_file = args.out.parent / (args.out.name + ".validation.txt")
     val_file.write_text(val_text)
     log(f"training text {len(train_text)} chars; validation ({', '.join(corpus.VALIDATION_BOOKS)}) "

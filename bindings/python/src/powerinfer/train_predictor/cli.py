@@ -64,12 +64,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="corpus tokens to read (default 262144)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
                    help="fraction of the windows held out for early stopping and the report")
+    p.add_argument("--eval-file", type=Path, default=None,
+                   help="also report every layer on this text (e.g. books the corpus lacks)")
     p.add_argument("--epochs", type=_positive, default=10, help="most epochs per fit (default 10)")
     p.add_argument("--patience", type=_positive, default=3,
                    help="epochs without a better checkpoint before a fit stops (default 3)")
-    p.add_argument("--pos-weight", type=float, default=None,
-                   help="initial weight of the active class in the loss (default: half the "
-                        "layer's ratio of inactive to active neurons)")
+    p.add_argument("--pos-weight", type=float, default=5.0,
+                   help="initial weight of the active class in the loss (default 5)")
     p.add_argument("--dtype", choices=("f16", "f32"), default="f16",
                    help="type of the written predictor weights (default f16)")
     p.add_argument("--threads", type=_positive, default=None, help="CPU threads")
@@ -98,11 +99,12 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("torch is missing: install the train extra "
                          "(pip install 'powerinfer[train]')") from None
+    import numpy as np
     import powerinfer
 
     from .collect import collect
     from .corpus import CorpusError, is_held_out, read_tokens, windows
-    from .fit import FitOptions, LayerTensors, fit
+    from .fit import FitOptions, LayerTensors, evaluate, fit
     from .ranks import candidates, choose
     from .report import layer_row, print_table
     from .writers import write_activation_stats, write_json, write_predictor
@@ -127,10 +129,17 @@ def _run(args: argparse.Namespace) -> int:
                          "not relu: predictors need a ReLU model (convert a hidden_act=relu "
                          "checkpoint; a dense file needs powerinfer.ffn_activation = relu)")
     n_ctx = min(args.n_ctx, info.n_ctx_train) if info.n_ctx_train else args.n_ctx
+    if args.eval_file is not None and not args.eval_file.is_file():
+        raise UsageError(f"{args.eval_file}: no such evaluation file")
     try:
         tokens = read_tokens(model, args.file, args.max_tokens)
+        eval_win = None
+        if args.eval_file is not None:
+            eval_win = windows(read_tokens(model, args.eval_file, args.max_tokens), n_ctx, info.bos)
     except CorpusError as e:
         raise UsageError(str(e)) from None
+    if eval_win is not None and len(eval_win) == 0:
+        raise UsageError(f"{args.eval_file}: shorter than one window of {n_ctx} tokens")
     win = windows(tokens, n_ctx, info.bos)
     held = is_held_out(len(win), args.holdout)
     if held.sum() < 1 or (~held).sum() < 1:
@@ -148,8 +157,14 @@ def _run(args: argparse.Namespace) -> int:
                 log(f"traced {done}/{total} windows")
 
         try:
-            data = collect(ctx, win, args.holdout, info.n_layer, info.n_embd, info.n_ff,
-                           Path(work), progress)
+            data = collect(ctx, win, held, info.n_layer, info.n_embd, info.n_ff, Path(work),
+                           progress)
+            evaluation = None
+            if eval_win is not None:
+                (Path(work) / "eval").mkdir()
+                evaluation = collect(ctx, eval_win, np.ones(len(eval_win), dtype=bool),
+                                     info.n_layer, info.n_embd, info.n_ff, Path(work) / "eval",
+                                     lambda done, total: None)
         except powerinfer.Error as e:
             raise UsageError(f"{args.model}: {e}") from None
         ctx.close()
@@ -168,7 +183,12 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 result = fit(tensors, args.rank, opt, log)
             write_predictor(args.out, layer, result.predictor.exported(dtype))
-            rows.append(layer_row(layer, result, args.recall_target, args.max_ratio))
+            row = layer_row(layer, result, args.recall_target, args.max_ratio)
+            if evaluation is not None:
+                other = LayerTensors(evaluation.layer(layer), info.n_ff)
+                row["eval_file"] = evaluate(result.predictor, other, args.threshold).as_dict()
+                del other
+            rows.append(row)
             del tensors
         write_activation_stats(args.out / "activation_stats.gguf", data.activation_counts,
                                data.n_tokens)
@@ -188,6 +208,8 @@ def _run(args: argparse.Namespace) -> int:
         "tokens": int(tokens.size),
         "n_ctx": n_ctx,
         "held_out_tokens": int(held.sum()) * n_ctx,
+        "eval_file": None if args.eval_file is None else str(args.eval_file),
+        "eval_tokens": 0 if eval_win is None else int(eval_win.size),
         "threshold": args.threshold,
         "recall_target": args.recall_target,
         "max_ratio": args.max_ratio,

@@ -16,7 +16,6 @@ from typing import Callable
 
 import numpy as np
 
-from .corpus import is_held_out
 
 
 @dataclass
@@ -44,12 +43,11 @@ class Collection:
         return LayerData(inputs=inputs, masks=masks, n_train=self.n_train)
 
 
-def collect(ctx, windows: np.ndarray, holdout: float, n_layer: int, n_embd: int, n_ff: int,
+def collect(ctx, windows: np.ndarray, held: np.ndarray, n_layer: int, n_embd: int, n_ff: int,
             work: Path, progress: Callable[[int, int], None]) -> Collection:
-    """Traces every window; training windows' tokens are stored first, then held-out ones, so
-    each split is one contiguous block of rows."""
+    """Traces every window; training windows' tokens are stored first, then the held-out ones
+    (held[i]: window i is held out), so each split is one contiguous block of rows."""
     n_windows, n_ctx = windows.shape
-    held = is_held_out(n_windows, holdout)
     order = np.concatenate([np.flatnonzero(~held), np.flatnonzero(held)])
     n_tokens = n_windows * n_ctx
     n_train = int((~held).sum()) * n_ctx

@@ -20,9 +20,16 @@ def layer_row(layer: int, f: Fit, recall_target: float, max_ratio: float) -> dic
 
 
 def print_table(rows: list[dict], out: TextIO) -> None:
+    """Held-out scores, then (with --eval-file) the evaluation text's recall and ratio."""
+    extra = "eval_file" in rows[0] if rows else False
     print(f"{'layer':>5} {'rank':>5} {'recall':>8} {'precision':>9} {'true act':>9} "
-          f"{'pred act':>9} {'ratio':>6} {'ok':>3}", file=out)
+          f"{'pred act':>9} {'ratio':>6} {'ok':>3}"
+          + (f" {'eval recall':>11} {'eval ratio':>10}" if extra else ""), file=out)
     for r in rows:
-        print(f"{r['layer']:>5} {r['rank']:>5} {r['recall']:>8.4f} {r['precision']:>9.4f} "
-              f"{r['true_active']:>9.4f} {r['predicted_active']:>9.4f} {r['ratio']:>6.2f} "
-              f"{'yes' if r['meets_targets'] else 'no':>3}", file=out)
+        line = (f"{r['layer']:>5} {r['rank']:>5} {r['recall']:>8.4f} {r['precision']:>9.4f} "
+                f"{r['true_active']:>9.4f} {r['predicted_active']:>9.4f} {r['ratio']:>6.2f} "
+                f"{'yes' if r['meets_targets'] else 'no':>3}")
+        if extra:
+            e = r["eval_file"]
+            line += f" {e['recall']:>11.4f} {e['ratio']:>10.2f}"
+        print(line, file=out)
