@@ -9,6 +9,7 @@ run goes end to end: trained predictor folder -> powerinfer-convert -> a sparse 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -87,10 +88,12 @@ def test_collection_counts_what_trace_ffn_sees_and_the_planner_reads_it(dense_mo
     np.testing.assert_array_equal(counts_read, data.activation_counts.astype(np.float32))
 
 
-def test_committed_activation_statistics_steer_the_planner():
+def test_committed_activation_statistics_steer_the_planner(tmp_path):
     stats = FIXTURE.parent / "relu-llama-kjv-predictor" / "activation_stats.gguf"
     _, counts = _read_activation_stats(stats)
-    model_path = FIXTURE.parent / "relu-llama-kjv.q4_0.powerinfer.gguf"
+    # A copy, since the planner caches its placement beside the model.
+    model_path = tmp_path / "kjv.q4_0.powerinfer.gguf"
+    shutil.copyfile(FIXTURE.parent / "relu-llama-kjv.q4_0.powerinfer.gguf", model_path)
     with powerinfer.Model(
         model_path, offload_device="cpu", vram_budget=16 * 2**20, activation_stats=stats,
         n_threads=2
