@@ -9,23 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "api_test_data.hpp"
 #include "powerinfer.h"
 
 namespace {
-
-std::string data_file(const char* name) {
-    const char* env = std::getenv("PI_TEST_DATA");
-    return std::string(env && *env ? env : PI_TEST_DATA_DIR) + "/" + name;
-}
-
-bool have_vocab() {
-    std::ifstream f(data_file("ggml-vocab-llama-spm.gguf"));
-    if (f) return true;
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL("shared test data missing under CI");
-    MESSAGE("SKIPPED: shared test data not found");
-    return false;
-}
 
 const std::string& tiny_model() {
     static const std::string path = [] {

@@ -3,27 +3,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "api_test_data.hpp"
 #include "powerinfer.h"
 
 namespace {
-
-std::string data_file(const char* name) {
-    const char* env = std::getenv("PI_TEST_DATA");
-    return std::string(env && *env ? env : PI_TEST_DATA_DIR) + "/" + name;
-}
-
-bool have_vocab() {
-    std::ifstream f(data_file("ggml-vocab-llama-spm.gguf"));
-    if (f) return true;
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL("shared test data missing under CI");
-    MESSAGE("SKIPPED: shared test data not found");
-    return false;
-}
 
 // A tiny sparse model; noise > 0 makes the predictor miss some neurons and pick some idle ones.
 std::string observer_model(float noise) {
@@ -71,8 +57,8 @@ struct tally {
         auto* t = static_cast<tally*>(user);
         t->layers.push_back(layer);
         t->n_tokens.push_back(n);
-        t->shapes_ok &= input != nullptr && activation != nullptr && n_embd == t->n_embd &&
-                        n_ff == t->n_ff;
+        t->shapes_ok &=
+            input != nullptr && activation != nullptr && n_embd == t->n_embd && n_ff == t->n_ff;
         for (int64_t i = 0; i < int64_t{n} * n_ff; ++i)
             t->nonzero[static_cast<size_t>(layer)] += activation[i] != 0.0f;
         return layer == t->stop_at ? 0 : 1;
