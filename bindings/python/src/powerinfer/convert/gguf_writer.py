@@ -1,4 +1,4 @@
-"""A streaming GGUF v3 writer (spec §1): metadata and every tensor's info are known before any
+"""A streaming GGUF v3 writer (docs/file-format.md): metadata and every tensor's info are known before any
 data, so the header is written first and tensor data is then streamed in order, each tensor
 padded to the alignment."""
 
@@ -13,7 +13,7 @@ import numpy as np
 ALIGNMENT = 32
 GGUF_VERSION = 3
 
-# GGUF value types (spec §1.2)
+# GGUF value types (docs/file-format.md)
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
 _SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 _NUMPY = {U8: "<u1", I8: "<i1", U16: "<u2", I16: "<i2", U32: "<u4", I32: "<i4", F32: "<f4", BOOL: "<u1", U64: "<u8", I64: "<i8", F64: "<f8"}

@@ -1,4 +1,4 @@
-"""The GGUF metadata of a converted model (spec §2.3)."""
+"""The GGUF metadata of a converted model (docs/file-format.md)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def commit(tmp: Path, outfile: Path) -> None:
 
 
 def mark_sparse(path: Path) -> None:
-    """PowerInfer's converters write a plain GGUF and then overwrite its magic (spec §2.1)."""
+    """PowerInfer's converters write a plain GGUF and then overwrite its magic (docs/file-format.md)."""
     with open(path, "rb+") as f:
         if f.read(4) != b"GGUF":
             raise ValueError(f"{path} is not a GGUF file")

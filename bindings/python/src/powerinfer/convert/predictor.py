@@ -1,4 +1,4 @@
-"""The activation predictor of each layer (spec §3): fc1 [r, n_embd] and fc2 [n_ff, r], from
+"""The activation predictor of each layer (docs/file-format.md): fc1 [r, n_embd] and fc2 [n_ff, r], from
 
 * PowerInfer's *-Predictor folder: model_{L}.pt per layer, each a torch-saved state dict with
   fc1.weight and fc2.weight, plus an optional config.json whose sparse_threshold becomes

@@ -1,4 +1,4 @@
-"""Which GGUF tensor comes from which checkpoint tensor, and how (spec §2.4):
+"""Which GGUF tensor comes from which checkpoint tensor, and how (docs/file-format.md):
 
 * token_embd, output_norm, output, blk.N.{attn_norm, attn_v, attn_output, ffn_norm, ffn_gate,
   ffn_up} are copied (HF [out, in] is GGUF ne=[in, out]: the same bytes);

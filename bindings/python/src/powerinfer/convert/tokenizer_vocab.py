@@ -1,4 +1,4 @@
-"""The vocabulary of a model folder as GGUF tokenizer.* metadata (spec §2.3): from
+"""The vocabulary of a model folder as GGUF tokenizer.* metadata (docs/file-format.md): from
 tokenizer.model (SentencePiece), else from tokenizer.json (a SentencePiece-style BPE with byte
 fallback, or a Unigram model); special token ids, add_bos/add_eos and the chat template from
 tokenizer_config.json, special_tokens_map.json and config.json."""
