@@ -553,7 +553,7 @@ void context::predict(device& dv, const arena_layout& a, const layer_weights& w,
                        a.z_offset};
     pib_tensor count = a.count;
     count.ne0 = n;
-    // The predictor reads the residual before ffn_norm (spec §3).
+    // The predictor reads the residual before ffn_norm (docs/file-format.md).
     dv.run("predictor fc1", &pib_vtable::mul_mat, &w.fc1, &x, &z);
     dv.run("predictor ReLU", &pib_vtable::relu, &z, &z);
     dv.run("predictor fc2", &pib_vtable::mul_mat, &w.fc2, &z, &p);

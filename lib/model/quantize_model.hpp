@@ -37,7 +37,7 @@ struct tensor_plan {
     std::string warning;
 };
 
-// The rule (spec §9, like llama.cpp's quantize without k-quant mixes): 2-D tensors named
+// The rule (docs/quantization.md, like llama.cpp's quantize without k-quant mixes): 2-D tensors named
 // "...weight" take the target type; the predictor's fc1/fc2 take Q4_0 for a Q4_0 target and
 // Q5_0 otherwise, unless keep_predictor; 1-D tensors and integer tensors are copied. Throws
 // pi::error(unsupported) for a weight that is already quantized (no requantizing).

@@ -50,6 +50,18 @@ outcome outcome_of(pi_status status) {
     return {status, status < 0 ? last_error_message(status) : std::string()};
 }
 
+// Removes a context's FFN observer when it goes out of scope.
+class observer_removal {
+public:
+    explicit observer_removal(pi_context* ctx) : ctx_(ctx) {}
+    observer_removal(const observer_removal&) = delete;
+    observer_removal& operator=(const observer_removal&) = delete;
+    ~observer_removal() { pi_context_set_ffn_observer(ctx_, nullptr, nullptr); }
+
+private:
+    pi_context* ctx_;
+};
+
 // Runs `work` on a worker thread while this thread waits with the GIL released, Ctrl-C and
 // ctx.cancel() reaching the library through pi_context_cancel(). Raises what the work returned.
 void run_decoding(context_state& s, const std::function<outcome()>& work, const char* what) {
@@ -225,6 +237,9 @@ py::tuple context::trace_ffn(const py::array_t<int32_t, py::array::c_style>& ids
     s->has_logits = false;
     check(pi_kv_truncate(s->ctx, 0));
     check(pi_context_set_ffn_observer(s->ctx, &trace_sink::write, &sink));
+    // The observer points at `sink` on this frame: removed on every way out, after the worker
+    // has been joined (run_decoding joins it before returning or throwing).
+    const observer_removal removal{s->ctx};
     run_decoding(
         *s,
         [&] {
@@ -240,10 +255,7 @@ py::tuple context::trace_ffn(const py::array_t<int32_t, py::array::c_style>& ids
                                      tokens.data() + at, nullptr, nullptr};
                 status = pi_decode(s->ctx, &batch);
             }
-            outcome result = outcome_of(status);
-            // On every path, after the failing call's message was read.
-            pi_context_set_ffn_observer(s->ctx, nullptr, nullptr);
-            return result;
+            return outcome_of(status);
         },
         "trace_ffn()");
     return py::make_tuple(std::move(inputs), std::move(active), std::move(activations));
