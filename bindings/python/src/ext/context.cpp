@@ -52,13 +52,13 @@ outcome outcome_of(pi_status status) {
 
 // Removes a context's FFN observer when it goes out of scope.
 class observer_removal {
-public:
+  public:
     explicit observer_removal(pi_context* ctx) : ctx_(ctx) {}
     observer_removal(const observer_removal&) = delete;
     observer_removal& operator=(const observer_removal&) = delete;
     ~observer_removal() { pi_context_set_ffn_observer(ctx_, nullptr, nullptr); }
 
-private:
+  private:
     pi_context* ctx_;
 };
 
@@ -168,7 +168,8 @@ void context::eval(const std::vector<int32_t>& tokens) {
                            std::to_string(tokens.size()) + " tokens after the " +
                                std::to_string(n_past) +
                                " cached ones do not fit in n_ctx = " + std::to_string(n_ctx));
-    run_decoding(*s, [&] { return outcome_of(decode_all(*s, tokens)); }, "eval()");
+    run_decoding(
+        *s, [&] { return outcome_of(decode_all(*s, tokens)); }, "eval()");
     s->has_logits = true;
 }
 
@@ -218,13 +219,14 @@ py::tuple context::trace_ffn(const py::array_t<int32_t, py::array::c_style>& ids
     busy_guard busy(*s);
     const int32_t n_ctx = pi_context_n_ctx(s->ctx);
     if (tokens.size() > static_cast<size_t>(n_ctx))
-        throw status_error(PI_ERR_CONTEXT_FULL, std::to_string(tokens.size()) +
-                                                    " tokens do not fit in n_ctx = " +
-                                                    std::to_string(n_ctx));
+        throw status_error(PI_ERR_CONTEXT_FULL,
+                           std::to_string(tokens.size()) +
+                               " tokens do not fit in n_ctx = " + std::to_string(n_ctx));
     pi_model_info info{};
     info.struct_size = sizeof(info);
     check(pi_model_info_get(s->model.get(), &info));
-    const auto L = static_cast<py::ssize_t>(info.n_layer), T = static_cast<py::ssize_t>(tokens.size());
+    const auto L = static_cast<py::ssize_t>(info.n_layer),
+               T = static_cast<py::ssize_t>(tokens.size());
     py::array_t<float> inputs({L, T, static_cast<py::ssize_t>(info.n_embd)});
     py::array_t<bool> active({L, T, static_cast<py::ssize_t>(info.n_ff)});
     py::object activations = py::none();
