@@ -68,16 +68,16 @@ class PlannedTensor:
             for h in range(self.n_head):
                 w = data[h * head_rows : (h + 1) * head_rows]
                 w = w.reshape(2, head_rows // 2, -1).swapaxes(0, 1).reshape(head_rows, -1)
-                yield _as(w, self.source.dtype, out)
+                yield _as(w, self.source, out)
             return
         if self.transform == "transpose":
             data = np.ascontiguousarray(data.T)
         if data.ndim == 1:
-            yield _as(data, self.source.dtype, out)
+            yield _as(data, self.source, out)
             return
         rows = max(1, BLOCK_BYTES // max(1, data.shape[1] * max(out.itemsize, data.dtype.itemsize)))
         for r in range(0, data.shape[0], rows):
-            yield _as(data[r : r + rows], self.source.dtype, out)
+            yield _as(data[r : r + rows], self.source, out)
 
 
 def _copy_file_range(f: BinaryIO, src: TensorRef, advance: Callable[[int], None]) -> None:
@@ -100,10 +100,18 @@ def _copy_file_range(f: BinaryIO, src: TensorRef, advance: Callable[[int], None]
     f.seek(start + done)
 
 
-def _as(block: np.ndarray, source_dtype: str, out: np.dtype) -> np.ndarray:
-    if block.dtype == out and source_dtype != "BF16":
+def _as(block: np.ndarray, src: TensorRef, out: np.dtype) -> np.ndarray:
+    if block.dtype == out and src.dtype != "BF16":
         return np.ascontiguousarray(block)
-    return np.ascontiguousarray(to_numpy_float(block, source_dtype).astype(out, copy=False))
+    values = to_numpy_float(block, src.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = np.ascontiguousarray(values.astype(out, copy=False))
+    # A narrowing cast turns values beyond F16's range into inf without a word; values that were
+    # already inf or NaN in the checkpoint are passed on as they are.
+    if out.itemsize < values.dtype.itemsize and not np.isfinite(converted).all():
+        if (np.isfinite(values) & ~np.isfinite(converted)).any():
+            raise ConvertError(src.file, "values overflow F16; use --outtype f32", src.name)
+    return converted
 
 
 def plan_tensors(spec: ModelSpec, tensors: dict[str, TensorRef], predictor: Optional[Predictor], dense: bool, f32: bool) -> list[PlannedTensor]:
