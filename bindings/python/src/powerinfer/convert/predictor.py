@@ -11,6 +11,7 @@ Layer count, ranks and shapes are checked against the model; errors name the fil
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,4 +133,6 @@ def _threshold(folder: Path) -> Optional[float]:
         return None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise ConvertError(path, f"sparse_threshold {value!r} is not a number", "sparse_threshold")
+    if not math.isfinite(value):  # json reads NaN and Infinity
+        raise ConvertError(path, f"sparse_threshold {value!r} is not a finite number", "sparse_threshold")
     return float(value)

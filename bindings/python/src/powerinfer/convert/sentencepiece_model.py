@@ -67,11 +67,18 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, object]]:
         yield number, wire, value
 
 
+PIECE_TYPES = range(1, 7)
+
+
 def read_sentencepiece_model(path: Path) -> SentencePieceModel:
     try:
-        return _parse(path.read_bytes())
+        m = _parse(path.read_bytes())
     except (_WireError, UnicodeDecodeError, struct.error) as e:
         raise ConvertError(path, f"is not a SentencePiece model ({e})") from None
+    for i, kind in enumerate(m.types):
+        if kind not in PIECE_TYPES:
+            raise ConvertError(path, f"piece type {kind} is not one of 1..6", f"piece {i}")
+    return m
 
 
 def _parse(buf: bytes) -> SentencePieceModel:

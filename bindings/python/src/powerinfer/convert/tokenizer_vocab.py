@@ -109,10 +109,15 @@ def _bpe_vocab(path: Path, model: dict[str, Any]) -> Vocab:
     # minus the rank of the first merge that makes it; pieces no merge makes (characters, bytes,
     # specials) score below all of them.
     rank: dict[str, int] = {}
-    for r, merge in enumerate(model.get("merges") or []):
-        left, right = merge if isinstance(merge, list) else str(merge).split(" ", 1)
-        rank.setdefault(left + right, r)
-    n_merges = len(model.get("merges") or [])
+    merges = model.get("merges") or []
+    if not isinstance(merges, list):
+        raise ConvertError(path, "BPE merges is not a list", "model.merges")
+    for r, merge in enumerate(merges):
+        pair = merge if isinstance(merge, list) else merge.split(" ", 1) if isinstance(merge, str) else None
+        if pair is None or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+            raise ConvertError(path, f"merge {r} is {merge!r:.60}, not 'left right' or [left, right]", "model.merges")
+        rank.setdefault(pair[0] + pair[1], r)
+    n_merges = len(merges)
     scores = [float(-rank[p]) if p in rank else float(-(n_merges + i)) for i, p in enumerate(pieces)]
     types = [BYTE if BYTE_PIECE.match(p) else NORMAL for p in pieces]
     unk = model.get("unk_token")
@@ -126,13 +131,18 @@ def _unigram_vocab(path: Path, model: dict[str, Any]) -> Vocab:
     entries = model.get("vocab")
     if not isinstance(entries, list) or not entries:
         raise ConvertError(path, "Unigram model has no vocab list", "model.vocab")
-    pieces = [str(e[0]) for e in entries]
+    for i, e in enumerate(entries):
+        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], (int, float)) and not isinstance(e[1], bool)):
+            raise ConvertError(path, f"Unigram entry {i} is {e!r:.60}, not [piece, score]", "model.vocab")
+    pieces = [e[0] for e in entries]
     scores = [float(e[1]) for e in entries]
     types = [BYTE if BYTE_PIECE.match(p) else NORMAL for p in pieces]
     unk = model.get("unk_id")
-    if isinstance(unk, int) and 0 <= unk < len(pieces):
+    if unk is not None:
+        if type(unk) is not int or not 0 <= unk < len(pieces):
+            raise ConvertError(path, f"unk_id {unk!r:.20} is not a piece id in 0..{len(pieces) - 1}", "model.unk_id")
         types[unk] = UNKNOWN
-    return Vocab(pieces, scores, types, {"unk": unk if isinstance(unk, int) else None}, source=path)
+    return Vocab(pieces, scores, types, {"unk": unk}, source=path)
 
 
 def _pieces_by_id(path: Path, vocab: Any) -> list[str]:
