@@ -9,6 +9,8 @@ from typing import Iterator
 
 import numpy as np
 
+from .. import Error
+
 _PIECE_CHARS = 1 << 20  # tokenized a piece at a time: a large corpus is never one string
 
 
@@ -16,8 +18,16 @@ class CorpusError(Exception):
     pass
 
 
+def _cut(text: str) -> int:
+    """Where a piece ends: after the last newline, else after the last space or tab (text
+    without newlines), so no word is split; the whole text once what would be carried over
+    reaches a piece (a "word" that long is not text), which bounds a piece at two."""
+    cut = text.rfind("\n") + 1 or max(text.rfind(" "), text.rfind("\t")) + 1
+    return len(text) if len(text) - cut >= _PIECE_CHARS else cut
+
+
 def _pieces(path: Path) -> Iterator[str]:
-    """The text in pieces of about a MiB, cut after a newline so no word is split."""
+    """The text in pieces of one to two MiB of characters."""
     with open(path, encoding="utf-8", errors="strict") as f:
         carry = ""
         while True:
@@ -25,12 +35,10 @@ def _pieces(path: Path) -> Iterator[str]:
             if not block:
                 break
             text = carry + block
-            cut = text.rfind("\n") + 1
-            if cut == 0:
-                carry = text
-                continue
+            cut = _cut(text)
             carry = text[cut:]
-            yield text[:cut]
+            if cut:
+                yield text[:cut]
         if carry:
             yield carry
 
@@ -41,7 +49,10 @@ def read_tokens(model, path: Path, max_tokens: int) -> np.ndarray:
     total = 0
     try:
         for piece in _pieces(path):
-            ids = np.asarray(model.tokenize(piece, add_bos=False), dtype=np.int32)
+            try:
+                ids = np.asarray(model.tokenize(piece, add_bos=False), dtype=np.int32)
+            except Error as e:
+                raise CorpusError(f"{path}: {e}") from None
             parts.append(ids)
             total += ids.size
             if total >= max_tokens:
