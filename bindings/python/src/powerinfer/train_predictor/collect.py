@@ -17,7 +17,6 @@ from typing import Callable
 import numpy as np
 
 
-
 @dataclass
 class LayerData:
     """One layer's samples: rows [0, n_train) are training tokens, the rest held out."""

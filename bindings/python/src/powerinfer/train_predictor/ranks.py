@@ -9,10 +9,10 @@ from .metrics import meets
 
 
 def candidates(n_embd: int, n_ff: int) -> list[int]:
-    """n_embd/16, /8, /4, /2 and n_embd, never above min(n_embd, n_ff) nor under 8."""
+    """n_embd/16, /8, /4, /2 and n_embd, never above min(n_embd, n_ff), nor under 8 unless
+    n_ff is."""
     top = min(n_embd, n_ff)
-    ranks = sorted({max(8, min(top, n_embd // d)) for d in (16, 8, 4, 2, 1)})
-    return ranks
+    return sorted({min(top, max(8, n_embd // d)) for d in (16, 8, 4, 2, 1)})
 
 
 def choose(data: LayerTensors, ranks: list[int], opt: FitOptions, max_ratio: float, log) -> Fit:
