@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -35,6 +36,20 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"a finite number, not {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a finite number > 0, not {text!r}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -54,38 +69,42 @@ def _parser() -> argparse.ArgumentParser:
                         "smallest of --ranks that meets the targets")
     p.add_argument("--ranks", type=lambda s: [_positive(v) for v in s.split(",")],
                    help="candidate ranks of --rank auto (default: n_embd/16, /8, /4, /2, n_embd)")
-    p.add_argument("--threshold", type=float, default=0.0,
+    p.add_argument("--threshold", type=_finite, default=0.0,
                    help="decision threshold T: active where score >= T (default 0)")
     p.add_argument("--recall-target", type=_fraction, default=0.95)
-    p.add_argument("--max-ratio", type=float, default=1.5,
+    p.add_argument("--max-ratio", type=_positive_float, default=1.5,
                    help="most predicted over true active fraction for --rank auto (default 1.5)")
     p.add_argument("--n-ctx", type=_positive, default=512, help="tokens per window (default 512)")
     p.add_argument("--max-tokens", type=_positive, default=262144,
                    help="corpus tokens to read (default 262144)")
     p.add_argument("--holdout", type=_fraction, default=0.1,
-                   help="fraction of the windows held out for early stopping and the report")
+                   help="fraction of the windows held out to select the checkpoint, pos_weight "
+                        "and rank (the report's selection figures)")
     p.add_argument("--eval-file", type=Path, default=None,
-                   help="also report every layer on this text (e.g. books the corpus lacks)")
+                   help="also score every layer on this text, which steers nothing: unbiased "
+                        "figures (e.g. books the corpus lacks)")
     p.add_argument("--epochs", type=_positive, default=10, help="most epochs per fit (default 10)")
     p.add_argument("--patience", type=_positive, default=3,
                    help="epochs without a better checkpoint before a fit stops (default 3)")
-    p.add_argument("--pos-weight", type=float, default=5.0,
+    p.add_argument("--pos-weight", type=_positive_float, default=5.0,
                    help="initial weight of the active class in the loss (default 5)")
     p.add_argument("--dtype", choices=("f16", "f32"), default="f16",
                    help="type of the written predictor weights (default f16)")
     p.add_argument("--threads", type=_positive, default=None, help="CPU threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work-dir", type=Path, default=None,
-                   help="folder for the collected samples (default: a temporary folder in -o)")
+                   help="folder for the collected samples (default: the staging folder beside -o)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    import powerinfer
+
     args = _parser().parse_args(argv)
     try:
         return _run(args)
-    except UsageError as e:
+    except (UsageError, powerinfer.Error, ValueError) as e:
         return _fail(str(e))
     except OSError as e:
         return _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
@@ -105,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
     from .collect import collect
     from .corpus import CorpusError, is_held_out, read_tokens, windows
     from .fit import FitOptions, LayerTensors, evaluate, fit
+    from .output_folder import commit, staged
     from .ranks import candidates, choose
     from .report import layer_row, print_table
     from .writers import write_activation_stats, write_json, write_predictor
@@ -149,74 +169,78 @@ def _run(args: argparse.Namespace) -> int:
     log(f"{args.file}: {tokens.size} tokens, {len(win)} windows of {n_ctx} "
         f"({int(held.sum())} held out); {info.n_layer} layers, n_embd {info.n_embd}, "
         f"n_ff {info.n_ff}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    ctx = model.create_context(n_ctx=n_ctx, n_threads=args.threads, n_batch=n_ctx)
-    with tempfile.TemporaryDirectory(prefix=".collect-", dir=args.work_dir or args.out) as work:
-        def progress(done: int, total: int) -> None:
-            if done == total or done % 16 == 0:
-                log(f"traced {done}/{total} windows")
-
+    with staged(args.out) as stage:
         try:
-            data = collect(ctx, win, held, info.n_layer, info.n_embd, info.n_ff, Path(work),
-                           progress)
-            evaluation = None
-            if eval_win is not None:
-                (Path(work) / "eval").mkdir()
-                evaluation = collect(ctx, eval_win, np.ones(len(eval_win), dtype=bool),
-                                     info.n_layer, info.n_embd, info.n_ff, Path(work) / "eval",
-                                     lambda done, total: None)
+            ctx = model.create_context(n_ctx=n_ctx, n_threads=args.threads, n_batch=n_ctx)
         except powerinfer.Error as e:
             raise UsageError(f"{args.model}: {e}") from None
-        ctx.close()
-        model.close()
-        dtype = torch.float16 if args.dtype == "f16" else torch.float32
-        opt = FitOptions(threshold=args.threshold, recall_target=args.recall_target,
-                         pos_weight=args.pos_weight, epochs=args.epochs, patience=args.patience,
-                         seed=args.seed, dtype=dtype)
-        ranks = args.ranks or candidates(info.n_embd, info.n_ff)
-        rows = []
-        for layer in range(info.n_layer):
-            tensors = LayerTensors(data.layer(layer), info.n_ff)
-            log(f"layer {layer}:")
-            if args.rank == "auto":
-                result = choose(tensors, ranks, opt, args.max_ratio, log)
-            else:
-                result = fit(tensors, args.rank, opt, log)
-            write_predictor(args.out, layer, result.predictor.exported(dtype))
-            row = layer_row(layer, result, args.recall_target, args.max_ratio)
-            if evaluation is not None:
-                other = LayerTensors(evaluation.layer(layer), info.n_ff)
-                row["eval_file"] = evaluate(result.predictor, other, args.threshold).as_dict()
-                del other
-            rows.append(row)
-            del tensors
-        write_activation_stats(args.out / "activation_stats.gguf", data.activation_counts,
-                               data.n_tokens)
-    config = {
-        "sparse_threshold": args.threshold,
-        "n_layer": info.n_layer,
-        "n_embd": info.n_embd,
-        "n_ff": info.n_ff,
-        "rank": [r["rank"] for r in rows],
-        "dtype": args.dtype,
-        "trained_by": f"{PROG} {powerinfer.__version__}",
-    }
-    write_json(args.out / "config.json", config)
-    report = {
-        "model": str(args.model),
-        "corpus": str(args.file),
-        "tokens": int(tokens.size),
-        "n_ctx": n_ctx,
-        "held_out_tokens": int(held.sum()) * n_ctx,
-        "eval_file": None if args.eval_file is None else str(args.eval_file),
-        "eval_tokens": 0 if eval_win is None else int(eval_win.size),
-        "threshold": args.threshold,
-        "recall_target": args.recall_target,
-        "max_ratio": args.max_ratio,
-        "seconds": round(time.monotonic() - started, 1),
-        "layers": rows,
-    }
-    write_json(args.out / "report.json", report)
+        with tempfile.TemporaryDirectory(prefix=".collect-", dir=args.work_dir or stage) as work:
+            def progress(done: int, total: int) -> None:
+                if done == total or done % 16 == 0:
+                    log(f"traced {done}/{total} windows")
+
+            try:
+                data = collect(ctx, win, held, info.n_layer, info.n_embd, info.n_ff, Path(work),
+                               progress)
+                evaluation = None
+                if eval_win is not None:
+                    (Path(work) / "eval").mkdir()
+                    evaluation = collect(ctx, eval_win, np.ones(len(eval_win), dtype=bool),
+                                         info.n_layer, info.n_embd, info.n_ff, Path(work) / "eval",
+                                         lambda done, total: None)
+            except powerinfer.Error as e:
+                raise UsageError(f"{args.model}: {e}") from None
+            ctx.close()
+            model.close()
+            dtype = torch.float16 if args.dtype == "f16" else torch.float32
+            opt = FitOptions(threshold=args.threshold, recall_target=args.recall_target,
+                             pos_weight=args.pos_weight, epochs=args.epochs, patience=args.patience,
+                             seed=args.seed, dtype=dtype)
+            ranks = args.ranks or candidates(info.n_embd, info.n_ff)
+            rows = []
+            for layer in range(info.n_layer):
+                tensors = LayerTensors(data.layer(layer), info.n_ff)
+                log(f"layer {layer}:")
+                if args.rank == "auto":
+                    result = choose(tensors, ranks, opt, args.max_ratio, log)
+                else:
+                    result = fit(tensors, args.rank, opt, log)
+                write_predictor(stage, layer, result.predictor.exported(dtype))
+                row = layer_row(layer, result, args.recall_target, args.max_ratio)
+                if evaluation is not None:
+                    other = LayerTensors(evaluation.layer(layer), info.n_ff)
+                    row["eval_file"] = evaluate(result.predictor, other, args.threshold).as_dict()
+                    del other
+                rows.append(row)
+                del tensors
+            write_activation_stats(stage / "activation_stats.gguf", data.activation_counts,
+                                   data.n_tokens)
+        config = {
+            "sparse_threshold": args.threshold,
+            "n_layer": info.n_layer,
+            "n_embd": info.n_embd,
+            "n_ff": info.n_ff,
+            "rank": [r["rank"] for r in rows],
+            "dtype": args.dtype,
+            "trained_by": f"{PROG} {powerinfer.__version__}",
+        }
+        write_json(stage / "config.json", config)
+        report = {
+            "model": str(args.model),
+            "corpus": str(args.file),
+            "tokens": int(tokens.size),
+            "n_ctx": n_ctx,
+            "selection_tokens": int(held.sum()) * n_ctx,
+            "eval_file": None if args.eval_file is None else str(args.eval_file),
+            "eval_tokens": 0 if eval_win is None else int(eval_win.size),
+            "threshold": args.threshold,
+            "recall_target": args.recall_target,
+            "max_ratio": args.max_ratio,
+            "seconds": round(time.monotonic() - started, 1),
+            "layers": rows,
+        }
+        write_json(stage / "report.json", report)
+        commit(stage, args.out)
     print_table(rows, sys.stdout)
     missed = [r["layer"] for r in rows if not r["meets_targets"]]
     if missed:
