@@ -6,7 +6,8 @@ Reads, through the library (:meth:`powerinfer.Context.trace_ffn`), every layer's
 and true activation mask over a corpus; trains per layer a Deja Vu-style low-rank predictor
 ``fc2 · relu(fc1 · x)`` whose raw scores are logits (active where score >= threshold); writes
 ``model_{L}.pt`` and ``config.json`` where ``powerinfer-convert`` reads them, the planner's
-activation statistics, and a report of recall and precision on held-out text. See
+activation statistics, and a report of recall and precision (on the held-out text that chose
+each fit, and on an --eval-file that steered nothing). See
 docs/predictor-training.md.
 
 torch is imported only when training runs (``pip install powerinfer[train]``):
