@@ -14,6 +14,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+# The one copy of the Q/K row order, shared with the really-trained fixture's tests.
+from fixture_files import permute_for_rope  # noqa: F401 (used by test_convert)
+
 # ---------------------------------------------------------------- safetensors
 
 
@@ -64,15 +67,28 @@ class _Pickle:
     def glob(self, module: str, name: str) -> None:
         self.op(b"c" + f"{module}\n{name}\n".encode())
 
-    def tuple(self, items: list[int]) -> None:
+    def value(self, v: Any) -> None:
+        if isinstance(v, bool):
+            self.op(b"\x88" if v else b"\x89")
+        elif isinstance(v, int):
+            self.int(v)
+        elif isinstance(v, float):
+            self.op(b"G" + struct.pack(">d", v))
+        else:
+            self.string(str(v))
+
+    def tuple(self, items: list[Any]) -> None:
         self.op(b"(")
         for v in items:
-            self.int(v)
+            self.value(v)
         self.op(b"t")
 
 
-def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None) -> bytes:
+def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None, prologue: bytes = b"", sizes: Optional[dict[str, list[Any]]] = None) -> bytes:
+    """`prologue` is raw opcodes run first (their result popped by the caller's opcodes);
+    `sizes` replaces a tensor's size tuple with arbitrary values, as a crafted file would."""
     p = _Pickle()
+    p.op(prologue)
     p.glob("collections", "OrderedDict")
     p.op(b")R(")  # OrderedDict() then MARK for SETITEMS
     for key, (name, a) in enumerate(tensors.items()):
@@ -87,7 +103,7 @@ def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str
         p.int(a.size)
         p.op(b"tQ")  # TUPLE, BINPERSID
         p.int(0)
-        p.tuple(list(a.shape))
+        p.tuple((sizes or {}).get(name, list(a.shape)))
         p.tuple([int(s // a.itemsize) for s in a.strides])
         p.op(b"\x89")  # requires_grad False
         p.glob("collections", "OrderedDict")
@@ -103,12 +119,18 @@ def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str
     return bytes(p.out)
 
 
-def write_torch_zip(path: Path, tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None) -> None:
+def write_torch_zip(path: Path, tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None, prologue: bytes = b"",
+                    sizes: Optional[dict[str, list[Any]]] = None, deflate: frozenset[str] = frozenset()) -> None:
+    """`deflate` names members ("data.pkl", "byteorder") to compress, which torch.save never does."""
     tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
     archive = path.stem
+
+    def packing(member: str) -> int:
+        return zipfile.ZIP_DEFLATED if member in deflate else zipfile.ZIP_STORED
+
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
-        zf.writestr(f"{archive}/data.pkl", torch_pickle(tensors, evil_global))
-        zf.writestr(f"{archive}/byteorder", "little")
+        zf.writestr(f"{archive}/data.pkl", torch_pickle(tensors, evil_global, prologue, sizes), packing("data.pkl"))
+        zf.writestr(f"{archive}/byteorder", "little", packing("byteorder"))
         for key, a in enumerate(tensors.values()):
             zf.writestr(f"{archive}/data/{key}", np.ascontiguousarray(a).tobytes())
         zf.writestr(f"{archive}/version", "3\n")
@@ -346,11 +368,6 @@ def read_gguf(path: Path) -> GGUFFile:
     start = pos + (-pos) % alignment
     tensors = {name: (kind, ne, start + off) for name, kind, ne, off in infos}
     return GGUFFile(magic, version, metadata, tensors, data, alignment)
-
-
-def permute(w: np.ndarray, n_head: int) -> np.ndarray:
-    """llama.cpp convert.py's permute, the documented Q/K row order."""
-    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 # ---------------------------------------------------------------- reference forward pass

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import struct
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pytest
 
-from powerinfer.convert import main
+from powerinfer.convert import main, torch_checkpoint
+from powerinfer.convert.errors import ConvertError
+from powerinfer.convert.torch_checkpoint import read_torch_checkpoint
 from powerinfer.convert.tensor_plan import PlannedTensor
 
-from convert_fixtures import TinyModel, make_model, write_safetensors, write_torch_zip
+from convert_fixtures import TinyModel, _Pickle, make_model, tiny_vocab, write_safetensors, write_sentencepiece_model, write_torch_zip
 
 
 def files_under(root: Path) -> set[Path]:
@@ -217,3 +222,171 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert e.value.code == 2
     capsys.readouterr()
     run_fails(capsys, tmp_path, [str(tmp_path / "absent")], "is not a folder")
+
+
+# ---------------------------------------------------------------- crafted torch.save files
+
+
+def predictor_file(t: TinyModel) -> tuple[Path, dict[str, np.ndarray]]:
+    assert t.predictor_dir is not None
+    return t.predictor_dir / "model_0.pt", {"fc1.weight": t.predictor[0][0], "fc2.weight": t.predictor[0][1]}
+
+
+def build_on_storage_class() -> bytes:
+    """GLOBAL torch.HalfStorage, then BUILD with {'dtype': 'BF16'} and the slot form
+    (None, {'dtype': 'BF16'}), then POP: what would retype every later HalfStorage."""
+    p = _Pickle()
+    p.out = bytearray()
+    for slot_form in (False, True):
+        p.glob("torch", "HalfStorage")
+        if slot_form:
+            p.op(b"N")
+        p.op(b"}")
+        p.string("dtype")
+        p.string("BF16")
+        p.op(b"s")
+        if slot_form:
+            p.op(b"\x86")
+        p.op(b"b0")
+    return bytes(p.out)
+
+
+def test_pickle_build_cannot_retype_storages(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str]) -> None:
+    path, tensors = predictor_file(tiny)
+    write_torch_zip(path, tensors, prologue=build_on_storage_class())
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: data.pkl: cannot read the pickle", "(BUILD); refused")
+    half = {"w": np.arange(12, dtype=np.float16).reshape(3, 4)}
+    write_torch_zip(tmp_path / "half.pt", half)
+    ref = read_torch_checkpoint(tmp_path / "half.pt")["w"]
+    assert ref.dtype == "F16"
+    np.testing.assert_array_equal(ref.load(), half["w"])
+
+
+def test_pickle_build_on_a_storage_or_tensor(tmp_path: Path) -> None:
+    a = np.ones((2, 2), np.float32)
+    for target in ("storage", "tensor"):
+        p = _Pickle()
+        p.out = bytearray()
+        p.glob("torch._utils", "_rebuild_tensor_v2")
+        p.op(b"(")
+        p.op(b"(")
+        p.string("storage")
+        p.glob("torch", "FloatStorage")
+        p.string("0")
+        p.string("cpu")
+        p.int(4)
+        p.op(b"tQ")
+        if target == "storage":
+            p.op(b"}")
+            p.string("numel")
+            p.int(1 << 30)
+            p.op(b"sb")
+        p.int(0)
+        p.tuple([2, 2])
+        p.tuple([2, 1])
+        p.op(b"tR")
+        if target == "tensor":
+            p.op(b"}")
+            p.string("shape")
+            p.tuple([1 << 20, 1 << 20])
+            p.op(b"sb")
+        p.op(b"0")
+        write_torch_zip(tmp_path / f"{target}.pt", {"w": a}, prologue=bytes(p.out))
+        with pytest.raises(ConvertError, match=r"data\.pkl: cannot read the pickle: .*\(BUILD\); refused"):
+            read_torch_checkpoint(tmp_path / f"{target}.pt")
+
+
+@pytest.mark.parametrize("member", ["data.pkl", "byteorder"])
+def test_compressed_pickle_or_byteorder_refused(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str], member: str) -> None:
+    path, tensors = predictor_file(tiny)
+    write_torch_zip(path, tensors, deflate=frozenset({member}))
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: model_0/{member}: is compressed")
+
+
+def test_oversized_pickle_refused(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert torch_checkpoint.MAX_PICKLE_BYTES == 512 << 20
+    monkeypatch.setattr(torch_checkpoint, "MAX_PICKLE_BYTES", 64)
+    path, _ = predictor_file(tiny)
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: model_0/data.pkl: has ", "more than the 64 allowed")
+
+
+@pytest.mark.parametrize("bad", ["32", 32.0, True])
+def test_non_integer_size(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str], bad: object) -> None:
+    path, tensors = predictor_file(tiny)
+    write_torch_zip(path, tensors, sizes={"fc1.weight": [bad, 64]})
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: fc1.weight: storage offset, size and stride must be integers")
+
+
+def test_storage_past_end_of_file(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str]) -> None:
+    # The central directory is intact but the last storage's local header claims a long extra
+    # field, so its data would lie beyond the end of the file, as in a cut-short copy.
+    path, _ = predictor_file(tiny)
+    with zipfile.ZipFile(path) as zf:
+        header = zf.getinfo("model_0/data/1").header_offset
+    data = bytearray(path.read_bytes())
+    data[header + 28 : header + 30] = struct.pack("<H", 0xFFFF)
+    path.write_bytes(bytes(data))
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: fc2.weight: storage 1 runs past the end of the file (truncated file?)")
+
+
+def test_corrupt_zip_member(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = predictor_file(tiny)
+    data = path.read_bytes()
+    at = data.index(b"OrderedDict")
+    path.write_bytes(data[:at] + b"o" + data[at + 1 :])  # the CRC no longer matches
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: corrupt zip archive (Bad CRC-32")
+
+
+# ---------------------------------------------------------------- values and vocabularies
+
+
+def test_f16_overflow(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str]) -> None:
+    w = dict(tiny.weights)
+    w["model.layers.1.mlp.up_proj.weight"] = w["model.layers.1.mlp.up_proj.weight"].copy()
+    w["model.layers.1.mlp.up_proj.weight"][3, 5] = 1e6
+    write_safetensors(tiny.folder / "model.safetensors", w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning must not reach the user either
+        run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], "model.safetensors: model.layers.1.mlp.up_proj.weight: values overflow F16; use --outtype f32")
+    assert main(["--quiet", "--outtype", "f32", str(tiny.folder), str(tiny.predictor_dir)]) == 0
+
+
+def test_bad_piece_type(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str]) -> None:
+    pieces, scores, types = tiny_vocab()
+    types[7] = 9
+    write_sentencepiece_model(tiny.folder / "tokenizer.model", pieces, scores, types)
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], "tokenizer.model: piece 7: piece type 9 is not one of 1..6")
+
+
+def use_tokenizer_json(t: TinyModel, model: dict) -> None:
+    (t.folder / "tokenizer.model").unlink()
+    (t.folder / "tokenizer.json").write_text(json.dumps({"model": model}))
+
+
+@pytest.mark.parametrize("merge", ["ab", ["a"], ["a", "b", "c"], 5])
+def test_malformed_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str], merge: object) -> None:
+    t = make_model(tmp_path / "m")
+    pieces = tiny_vocab()[0]
+    use_tokenizer_json(t, {"type": "BPE", "byte_fallback": True, "vocab": {p: i for i, p in enumerate(pieces)}, "merges": ["▁ t", merge]})
+    run_fails(capsys, tmp_path, [str(t.folder), str(t.predictor_dir)], "tokenizer.json: model.merges: merge 1 is ", "not 'left right' or [left, right]")
+
+
+@pytest.mark.parametrize("entry", ["b", ["b"], ["b", "x"], [3, 0.5]])
+def test_malformed_unigram_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: object) -> None:
+    t = make_model(tmp_path / "m")
+    use_tokenizer_json(t, {"type": "Unigram", "vocab": [["a", 0.0], entry], "unk_id": 0})
+    run_fails(capsys, tmp_path, [str(t.folder), str(t.predictor_dir)], "tokenizer.json: model.vocab: Unigram entry 1 is ", "not [piece, score]")
+
+
+@pytest.mark.parametrize("unk", [-1, 2, "0", True])
+def test_unigram_unk_id_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str], unk: object) -> None:
+    t = make_model(tmp_path / "m")
+    use_tokenizer_json(t, {"type": "Unigram", "vocab": [["a", 0.0], ["b", -1.0]], "unk_id": unk})
+    run_fails(capsys, tmp_path, [str(t.folder), str(t.predictor_dir)], "tokenizer.json: model.unk_id: unk_id ", "is not a piece id in 0..1")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_sparse_threshold(tmp_path: Path, tiny: TinyModel, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    assert tiny.predictor_dir is not None
+    (tiny.predictor_dir / "config.json").write_text('{"sparse_threshold": %s}' % value)
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], "config.json: sparse_threshold: sparse_threshold ", "is not a finite number")
