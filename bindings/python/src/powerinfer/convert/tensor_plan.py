@@ -106,11 +106,12 @@ def _as(block: np.ndarray, src: TensorRef, out: np.dtype) -> np.ndarray:
     values = to_numpy_float(block, src.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         converted = np.ascontiguousarray(values.astype(out, copy=False))
-    # A narrowing cast turns values beyond F16's range into inf without a word; values that were
-    # already inf or NaN in the checkpoint are passed on as they are.
+    # A narrowing cast (to F16, or F64 to F32) turns values beyond the range into inf without a
+    # word; values that were already inf or NaN in the checkpoint are passed on as they are.
     if out.itemsize < values.dtype.itemsize and not np.isfinite(converted).all():
         if (np.isfinite(values) & ~np.isfinite(converted)).any():
-            raise ConvertError(src.file, "values overflow F16; use --outtype f32", src.name)
+            hint = "values overflow F16; use --outtype f32" if out.itemsize == 2 else "values overflow F32"
+            raise ConvertError(src.file, hint, src.name)
     return converted
 
 
