@@ -48,11 +48,12 @@ def bf16_round_trip(a: np.ndarray) -> np.ndarray:
 _STORAGE = {np.dtype("float32"): "FloatStorage", np.dtype("float16"): "HalfStorage"}
 
 
-class _Pickle:
+class PickleOps:
     """Protocol-2 pickle opcodes, enough for what torch.save writes for a dict of tensors."""
 
-    def __init__(self) -> None:
-        self.out = bytearray(b"\x80\x02")
+    def __init__(self, header: bool = True) -> None:
+        """header=False: bare opcodes, to go inside another pickle."""
+        self.out = bytearray(b"\x80\x02" if header else b"")
 
     def op(self, b: bytes) -> None:
         self.out += b
@@ -87,7 +88,7 @@ class _Pickle:
 def torch_pickle(tensors: dict[str, np.ndarray], evil_global: Optional[tuple[str, str]] = None, prologue: bytes = b"", sizes: Optional[dict[str, list[Any]]] = None) -> bytes:
     """`prologue` is raw opcodes run first (their result popped by the caller's opcodes);
     `sizes` replaces a tensor's size tuple with arbitrary values, as a crafted file would."""
-    p = _Pickle()
+    p = PickleOps()
     p.op(prologue)
     p.glob("collections", "OrderedDict")
     p.op(b")R(")  # OrderedDict() then MARK for SETITEMS

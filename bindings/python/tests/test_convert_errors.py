@@ -19,7 +19,7 @@ from powerinfer.convert.errors import ConvertError
 from powerinfer.convert.torch_checkpoint import read_torch_checkpoint
 from powerinfer.convert.tensor_plan import PlannedTensor
 
-from convert_fixtures import TinyModel, _Pickle, make_model, tiny_vocab, write_safetensors, write_sentencepiece_model, write_torch_zip
+from convert_fixtures import TinyModel, PickleOps, make_model, tiny_vocab, write_safetensors, write_sentencepiece_model, write_torch_zip
 
 
 def files_under(root: Path) -> set[Path]:
@@ -235,8 +235,7 @@ def predictor_file(t: TinyModel) -> tuple[Path, dict[str, np.ndarray]]:
 def build_on_storage_class() -> bytes:
     """GLOBAL torch.HalfStorage, then BUILD with {'dtype': 'BF16'} and the slot form
     (None, {'dtype': 'BF16'}), then POP: what would retype every later HalfStorage."""
-    p = _Pickle()
-    p.out = bytearray()
+    p = PickleOps(header=False)
     for slot_form in (False, True):
         p.glob("torch", "HalfStorage")
         if slot_form:
@@ -265,8 +264,7 @@ def test_pickle_build_cannot_retype_storages(tmp_path: Path, tiny: TinyModel, ca
 def test_pickle_build_on_a_storage_or_tensor(tmp_path: Path) -> None:
     a = np.ones((2, 2), np.float32)
     for target in ("storage", "tensor"):
-        p = _Pickle()
-        p.out = bytearray()
+        p = PickleOps(header=False)
         p.glob("torch._utils", "_rebuild_tensor_v2")
         p.op(b"(")
         p.op(b"(")
