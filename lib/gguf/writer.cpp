@@ -1,12 +1,14 @@
 // GGUF v3 writer: validates values and tensors when they are added; a tensor_stream writes the
 // file in one pass to a temporary name and renames it into place.
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "gguf/gguf.hpp"
@@ -63,12 +65,30 @@ void validate(const std::string& key, const value& v) {
                  " does not match or fit the element type ", value_type_name(arr.elem_type));
 }
 
+// Writes a new temporary file beside `target`, created exclusively (never an existing file or a
+// symbolic link) under a name no other writer uses, with the mode the umask gives a new file.
 class file_sink {
   public:
-    explicit file_sink(std::string path) : path_(std::move(path)) {
-        f_ = std::fopen(path_.c_str(), "wb");
-        if (!f_) fail(status::io, path_, ": cannot create: ", std::strerror(errno));
+    explicit file_sink(const std::string& target) {
+        static std::atomic<uint64_t> serial{0};
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            std::string name = concat(target, ".tmp.", ::getpid(), ".", serial.fetch_add(1));
+            const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd < 0 && errno == EEXIST) continue;
+            if (fd < 0) fail(status::io, name, ": cannot create: ", std::strerror(errno));
+            path_ = std::move(name);
+            f_ = ::fdopen(fd, "wb");
+            if (!f_) {
+                const int err = errno;
+                ::close(fd);
+                std::remove(path_.c_str());
+                fail(status::io, path_, ": cannot create: ", std::strerror(err));
+            }
+            return;
+        }
+        fail(status::io, target, ": cannot find a free temporary name beside it");
     }
+    const std::string& path() const noexcept { return path_; }
     file_sink(const file_sink&) = delete;
     file_sink& operator=(const file_sink&) = delete;
     ~file_sink() {
@@ -268,21 +288,34 @@ void writer::write(const std::string& path) const {
     out.commit();
 }
 
+// Makes a rename into `path`'s folder durable; a folder that cannot be opened (no read
+// permission) keeps the rename, which has already happened, without the flush.
+static void sync_folder_of(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "."
+                               : slash == 0               ? "/"
+                                                          : path.substr(0, slash);
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
 // The tensors added with their data are written by the stream itself when their turn comes (a
 // declared tensor of no bytes is complete as soon as its turn comes).
 struct tensor_stream::state {
     const std::vector<writer::pending_tensor>& tensors;
     uint32_t alignment;
     std::string path;
-    std::string tmp;
     file_sink out;
+    const std::string& tmp;
     size_t next = 0;        // the tensor being written
     uint64_t next_done = 0; // its bytes written so far
     bool committed = false;
 
     state(const writer& w, std::string target)
-        : tensors(w.tensors_), alignment(w.alignment_), path(std::move(target)),
-          tmp(concat(path, ".tmp.", ::getpid())), out(tmp) {}
+        : tensors(w.tensors_), alignment(w.alignment_), path(std::move(target)), out(path),
+          tmp(out.path()) {}
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     ~state() {
@@ -368,6 +401,7 @@ void tensor_stream::commit() {
     if (std::rename(s.tmp.c_str(), s.path.c_str()) != 0)
         fail(status::io, s.path, ": cannot rename ", s.tmp, " into place: ", std::strerror(errno));
     s.committed = true;
+    sync_folder_of(s.path);
 }
 
 } // namespace pi::gguf

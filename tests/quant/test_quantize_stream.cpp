@@ -235,3 +235,28 @@ TEST_CASE("quantizing a model many tensors large grows peak memory by about one 
     CHECK(growth < 20 * 1024);
     CHECK(fs::file_size(out) > static_cast<uintmax_t>(n_tensors) * 4 * 1024 * 1024);
 }
+
+TEST_CASE("tensor_stream: two streams to one target get temporary files of their own") {
+    const std::string dir = pi::test::scratch_dir("quantize_stream_two");
+    const std::string path = (fs::path(dir) / "out.gguf").string();
+    const std::vector<int64_t> dims = {4};
+    const std::vector<uint8_t> first = pattern(16, 1), second = pattern(16, 9);
+    pi::gguf::writer w(false);
+    w.add_tensor_info("x", ggml_type::f32, dims);
+    {
+        pi::gguf::tensor_stream a(w, path);
+        pi::gguf::tensor_stream b(w, path);
+        CHECK(entries(dir) == 2);
+        a.append(first);
+        b.append(second);
+        a.commit();
+        b.commit();
+    }
+    // The later commit wins whole; neither stream wrote into the other's file.
+    pi::gguf::writer expected(false);
+    expected.add_tensor("x", ggml_type::f32, dims, second);
+    const std::string reference = (fs::path(dir) / "reference.gguf").string();
+    expected.write(reference);
+    CHECK(bytes_of(path) == bytes_of(reference));
+    CHECK(entries(dir) == 2);
+}
