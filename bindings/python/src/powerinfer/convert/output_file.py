@@ -11,6 +11,13 @@ from pathlib import Path
 from typing import Iterator
 
 
+def current_umask() -> int:
+    """The process's umask (reading it means setting it, so it is put straight back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def temporary_beside(outfile: Path) -> Iterator[Path]:
     """A fresh temporary path next to `outfile`, deleted on exit unless it was renamed."""
@@ -18,9 +25,7 @@ def temporary_beside(outfile: Path) -> Iterator[Path]:
     os.close(fd)
     path = Path(name)
     # mkstemp makes the file private (0600); the output should get what a plain open() gives.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+    os.chmod(path, 0o666 & ~current_umask())
     try:
         yield path
     finally:

@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from ..convert.output_file import current_umask
+
 _PREDICTOR = re.compile(r"model_\d+\.pt")
 
 
@@ -24,9 +26,7 @@ def staged(out: Path) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=out.name + ".tmp-", dir=out.parent))
     # mkdtemp makes the folder private (0700); a new OUT should get what a plain mkdir gives.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)
+    os.chmod(staging, 0o777 & ~current_umask())
     try:
         yield staging
     finally:
