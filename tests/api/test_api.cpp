@@ -16,17 +16,8 @@ namespace {
 
 const std::string& tiny_model() {
     static const std::string path = [] {
-        const std::string vocab = data_file("ggml-vocab-llama-spm.gguf");
-        pi_synth_params p = pi_synth_default_params();
-        p.n_embd = 64;
-        p.n_layer = 2;
-        p.n_head = 4;
-        p.n_head_kv = 2;
-        p.n_ff = 176;
-        p.seed = 3;
-        p.vocab_path = vocab.c_str();
         const std::string out = std::string(PI_TEST_BINARY_DIR) + "/api_tiny.gguf";
-        REQUIRE(pi_synth_model_write(&p, out.c_str()) == PI_OK);
+        write_tiny_model(out, 3);
         return out;
     }();
     return path;

@@ -13,19 +13,9 @@ namespace {
 
 // A tiny sparse model; noise > 0 makes the predictor miss some neurons and pick some idle ones.
 std::string observer_model(float noise) {
-    const std::string vocab = data_file("ggml-vocab-llama-spm.gguf");
     const std::string out = std::string(PI_TEST_BINARY_DIR) + "/observer_noise" +
                             std::to_string(static_cast<int>(noise * 100)) + ".gguf";
-    pi_synth_params p = pi_synth_default_params();
-    p.n_embd = 64;
-    p.n_layer = 2;
-    p.n_head = 4;
-    p.n_head_kv = 2;
-    p.n_ff = 176;
-    p.seed = 11;
-    p.predictor_noise = noise;
-    p.vocab_path = vocab.c_str();
-    REQUIRE(pi_synth_model_write(&p, out.c_str()) == PI_OK);
+    write_tiny_model(out, 11, noise);
     return out;
 }
 
