@@ -44,7 +44,7 @@ struct run_stats {
     uint64_t decode_bytes = 0; // weights + KV cache read by single-token batches
 };
 
-// One layer's FFN for one batch, as the engine computed it (see pi_ffn_observer in powerinfer.h).
+// One layer's FFN for one batch, as the engine computed it (docs/ffn-observer.md).
 // The spans point into the context's arena and are valid only during the observer's call.
 struct ffn_observation {
     int32_t layer = 0;
