@@ -1,8 +1,6 @@
 // The FFN observer: how a predictor trainer reads, through the engine, what every layer's
 // predictor sees and which neurons truly fire.
 #include "engine/context.hpp"
-#include "engine/context_arena.hpp"
-
 #include "engine/offload.hpp"
 
 namespace pi {
@@ -21,15 +19,14 @@ void context::set_ffn_observer(ffn_observer observer) {
 // before the down projection adds into `x` (in place, for ffn_down_t).
 void context::observe_ffn(size_t il, int32_t n) {
     if (!ffn_observer_) return;
-    dev_->run("synchronize", &pib_vtable::synchronize);
+    cpu_->run("synchronize", &pib_vtable::synchronize);
     const hparams& h = model_.hp();
     const auto rows = static_cast<size_t>(n);
-    const auto* x = reinterpret_cast<const float*>(host_base_ + at_->x.offset);
-    const auto* u = reinterpret_cast<const float*>(host_base_ + at_->u.offset);
+    const arena_tensors& a = host_.tensors();
     const ffn_observation seen{
         static_cast<int32_t>(il), n,
-        std::span<const float>(x, rows * static_cast<size_t>(h.n_embd)),
-        std::span<const float>(u, rows * static_cast<size_t>(h.n_ff))};
+        std::span<const float>(host_.host_rows<float>(a.x), rows * static_cast<size_t>(h.n_embd)),
+        std::span<const float>(host_.host_rows<float>(a.u), rows * static_cast<size_t>(h.n_ff))};
     if (!ffn_observer_(seen))
         fail(status::cancelled, "the FFN observer stopped decoding at layer ", il);
 }

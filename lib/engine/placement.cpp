@@ -86,8 +86,8 @@ planner::plan_input plan_input_for(const model& m, uint64_t budget, int32_t n_ba
     }
     in.output_bytes = packed_bytes({&m.output_norm(), &m.output()});
     in.output_supported = supported({&m.output_norm(), &m.output()});
-    in.kv_bytes_per_layer = kv_n_ctx > 0 ? context::device_kv_layer_bytes(h, kv_n_ctx) : 0;
-    in.scratch_bytes = context::device_scratch_bytes(m, n_batch, h.n_ff);
+    in.kv_bytes_per_layer = kv_n_ctx > 0 ? kv_cache::device_layer_bytes(h, kv_n_ctx) : 0;
+    in.scratch_bytes = device_arena_bytes(m, n_batch, h.n_ff);
     in.alignment = static_cast<uint32_t>(device_tensor_alignment);
     in.budget = budget;
     return in;

@@ -1,0 +1,86 @@
+// The attention block of a layer, on the host or, where the planner placed it, on the offload
+// device; its scores are computed where the layer's KV cache is.
+#include <cmath>
+#include <utility>
+
+#include "engine/context.hpp"
+#include "engine/device_half.hpp"
+#include "engine/offload.hpp"
+
+namespace pi {
+
+void context::project_qkv(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n) {
+    const hparams& h = model_.hp();
+    const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n), q = first_rows(a.q, n),
+                     k = first_rows(a.k, n), v = first_rows(a.v, n);
+    pib_tensor pos = a.pos;
+    pos.ne0 = n;
+    dev.run("attention norm", &pib_vtable::rms_norm, &x, &w.attn_norm, h.rms_eps, &xn);
+    dev.run("Q projection", &pib_vtable::mul_mat, &w.wq, &xn, &q);
+    dev.run("K projection", &pib_vtable::mul_mat, &w.wk, &xn, &k);
+    dev.run("V projection", &pib_vtable::mul_mat, &w.wv, &xn, &v);
+    const pib_rope_params rq{h.n_head,          h.head_dim,       h.n_rot,
+                             h.arch->rope_mode, h.rope_freq_base, h.rope_freq_scale};
+    const pib_rope_params rk{h.n_head_kv,       h.head_dim,       h.n_rot,
+                             h.arch->rope_mode, h.rope_freq_base, h.rope_freq_scale};
+    dev.run("RoPE of Q", &pib_vtable::rope, &q, &pos, &rq);
+    dev.run("RoPE of K", &pib_vtable::rope, &k, &pos, &rk);
+}
+
+void context::store_and_attend(device& dev, const arena_tensors& a, size_t il, int32_t n) {
+    const hparams& h = model_.hp();
+    const pib_tensor q = first_rows(a.q, n), k = first_rows(a.k, n), v = first_rows(a.v, n),
+                     att = first_rows(a.att, n);
+    pib_tensor pos = a.pos;
+    pos.ne0 = n;
+    const kv_cache::layer_cells& cells = kv_.layer(il);
+    dev.run("storing K", &pib_vtable::set_rows, &k, &pos, &cells.k);
+    dev.run("storing V", &pib_vtable::set_rows, &v, &pos, &cells.v);
+    const pib_attention_params ap{h.n_head, h.n_head_kv, h.head_dim, kv_.span(),
+                                  1.0f / std::sqrt(static_cast<float>(h.head_dim))};
+    const pib_tensor cell_pos = kv_.on_device(il) ? kv_.device_positions() : kv_.host_positions();
+    dev.run("attention", &pib_vtable::attention, &q, &cells.k, &cells.v, &pos, &cell_pos, &ap,
+            &att);
+}
+
+void context::project_out(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n) {
+    const pib_tensor x = first_rows(a.x, n), att = first_rows(a.att, n), tmp = first_rows(a.tmp, n);
+    dev.run("attention output projection", &pib_vtable::mul_mat, &w.wo, &att, &tmp);
+    dev.run("attention residual", &pib_vtable::add, &x, &tmp, &x);
+}
+
+void context::attention_block(size_t il, int32_t n) {
+    const layer_weights& w = model_.layers()[il];
+    const offload_layer* placed = offloaded_layer(il);
+    if (placed && placed->has_attn()) {
+        device_half& half = *offload_half_;
+        const arena_tensors& d = half.tensors();
+        const arena_tensors& a = host_.tensors();
+        x_to_device(n);
+        project_qkv(half.dev(), d, placed->dense, n);
+        if (kv_.on_device(il)) {
+            store_and_attend(half.dev(), d, il, n);
+        } else {
+            // Attention scores where the KV cache is: Q, K and V come over, the result goes back.
+            half.dev().run("synchronize", &pib_vtable::synchronize);
+            for (auto [on_device, on_host] :
+                 {std::pair{&d.q, &a.q}, std::pair{&d.k, &a.k}, std::pair{&d.v, &a.v}})
+                half.device_to_host(*on_device, *on_host, on_device->nb1 * static_cast<size_t>(n));
+            store_and_attend(*cpu_, a, il, n);
+            half.host_to_device(a.att, d.att, d.att.nb1 * static_cast<size_t>(n));
+        }
+        project_out(half.dev(), d, placed->dense, n);
+        half.x_changed_on_device();
+    } else {
+        x_to_host(n);
+        project_qkv(*cpu_, host_.tensors(), w, n);
+        store_and_attend(*cpu_, host_.tensors(), il, n);
+        project_out(*cpu_, host_.tensors(), w, n);
+        if (offload_half_) offload_half_->x_changed_on_host();
+    }
+    if (n == 1)
+        counters_.add_decode_bytes(bytes_of(w.attn_norm) + bytes_of(w.wq) + bytes_of(w.wk) +
+                                   bytes_of(w.wv) + bytes_of(w.wo) + kv_.bytes_read_per_layer());
+}
+
+} // namespace pi
