@@ -1,9 +1,9 @@
 #pragma once
-// What of a model lives in an offload device's memory (spec §4.2, §5.1): the dense groups the
-// planner placed (attention, predictor, ffn_norm per layer; output) and the hot FFN neurons,
-// gathered so that device row k of a layer holds host row hot[k] of ffn_up, ffn_gate and
-// ffn_down_t. Shared by every context of a model; everything else stays in the mmapped file and
-// runs on the CPU.
+// What of a model lives in an offload device's memory (docs/forward-pass.md, docs/planner.md):
+// the dense groups the planner placed (attention, predictor, ffn_norm per layer; output) and the
+// hot FFN neurons, gathered so that device row k of a layer holds host row hot[k] of ffn_up,
+// ffn_gate and ffn_down_t. Shared by every context of a model; everything else stays in the
+// mmapped file and runs on the CPU.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
