@@ -1,11 +1,17 @@
 /* powerinfer: generate text from a PowerInfer GGUF model with llama.cpp-style flags. */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "powerinfer.h"
+#include "tool.h"
+#include "tool_args.h"
+
+const char tool_name[] = "powerinfer";
 
 typedef struct options {
     const char* model;
@@ -14,124 +20,82 @@ typedef struct options {
     int n_predict, n_threads, n_ctx, n_batch, verbose, dense, reset_gpu_index, disable_gpu_index;
     const char* offload_device;
     const char* activation_stats;
-    long long seed;
+    int64_t seed;
     float temp, top_p;
     int top_k;
     double vram_budget_gib;
     int vram_budget_given;
 } options;
 
-static void usage(FILE* out) {
-    fprintf(
-        out,
-        "usage: powerinfer -m MODEL [-p PROMPT | -f FILE] [options]\n"
-        "  -m, --model PATH       model file (PowerInfer GGUF, sparse PWRI or dense GGUF)\n"
-        "  -p, --prompt TEXT      prompt (default: empty prompt after BOS)\n"
-        "  -f, --file PATH        read the prompt from a file\n"
-        "  -n, --n-predict N      tokens to generate (default 128)\n"
-        "  -t, --threads N        CPU threads (default: library default)\n"
-        "  -c, --ctx-size N       context size in tokens (default 512, 0 = model's)\n"
-        "  -b, --batch-size N     prompt batch size (default 512)\n"
-        "  -s, --seed N           RNG seed (default -1: random)\n"
-        "      --temp F           temperature (default 0.8; 0 = greedy)\n"
-        "      --top-k N          top-k (default 40; 0 = off)\n"
-        "      --top-p F          top-p (default 0.95; 1 = off)\n"
-        "      --vram-budget GiB  offload device memory: dense blocks, KV cache, hot FFN neurons\n"
-        "      --offload-device D auto (default: CUDA/HIP when usable), cuda, hip, cpu, none\n"
-        "      --reset-gpu-index  re-plan instead of using MODEL.generated.gpuidx\n"
-        "      --disable-gpu-index keep every FFN neuron on the CPU\n"
-        "      --activation-stats P activation statistics for the planner\n"
-        "      --dense            compute every FFN neuron (ignore the predictor)\n"
-        "      --verbose          log library messages at info level\n"
-        "  -h, --help             this text\n");
-}
+static const char usage[] =
+    "usage: powerinfer -m MODEL [-p PROMPT | -f FILE] [options]\n"
+    "  -m, --model PATH       model file (PowerInfer GGUF, sparse PWRI or dense GGUF)\n"
+    "  -p, --prompt TEXT      prompt (default: empty prompt after BOS)\n"
+    "  -f, --file PATH        read the prompt from a file\n"
+    "  -n, --n-predict N      tokens to generate (default 128)\n"
+    "  -t, --threads N        CPU threads (default: library default)\n"
+    "  -c, --ctx-size N       context size in tokens (default 512, 0 = model's)\n"
+    "  -b, --batch-size N     prompt batch size (default 512)\n"
+    "  -s, --seed N           RNG seed (default -1: random)\n"
+    "      --temp F           temperature (default 0.8; 0 = greedy)\n"
+    "      --top-k N          top-k (default 40; 0 = off)\n"
+    "      --top-p F          top-p (default 0.95; 1 = off)\n"
+    "      --vram-budget GiB  offload device memory: dense blocks, KV cache, hot FFN neurons\n"
+    "      --offload-device D auto (default: CUDA/HIP when usable), cuda, hip, cpu, none\n"
+    "      --reset-gpu-index  re-plan instead of using MODEL.generated.gpuidx\n"
+    "      --disable-gpu-index keep every FFN neuron on the CPU\n"
+    "      --activation-stats P activation statistics for the planner\n"
+    "      --dense            compute every FFN neuron (ignore the predictor)\n"
+    "      --verbose          log library messages at info level\n"
+    "  -h, --help             this text\n";
 
-static int fail_arg(const char* flag, const char* why) {
-    fprintf(stderr, "powerinfer: %s: %s\n", flag, why);
-    return 2;
-}
-
-static int parse_int(const char* flag, const char* s, int* out) {
-    char* end = NULL;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || *s == '\0' || *end != '\0' || errno != 0 || v < -2147483647L || v > 2147483647L)
-        return fail_arg(flag, "expects an integer");
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_float(const char* flag, const char* s, double* out) {
-    char* end = NULL;
-    double v = s ? strtod(s, &end) : 0.0;
-    if (!s || *s == '\0' || *end != '\0') return fail_arg(flag, "expects a number");
-    *out = v;
-    return 0;
-}
-
+/* Negative counts the library would refuse are usage errors here; -n < 0 and -s < 0 mean
+ * "unbounded" and "random", as in llama.cpp. */
 static int parse_args(int argc, char** argv, options* o) {
-    for (int i = 1; i < argc; ++i) {
-        const char* a = argv[i];
-        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        double d = 0.0;
-        int rc = 0, takes_value = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--verbose")) {
+    tool_args a = tool_args_start(argc, argv, usage);
+    while (tool_args_next(&a)) {
+        if (tool_args_is(&a, NULL, "--verbose"))
             o->verbose = 1;
-            takes_value = 0;
-        } else if (!strcmp(a, "--dense")) {
+        else if (tool_args_is(&a, NULL, "--dense"))
             o->dense = 1;
-            takes_value = 0;
-        } else if (!strcmp(a, "--reset-gpu-index")) {
+        else if (tool_args_is(&a, NULL, "--reset-gpu-index"))
             o->reset_gpu_index = 1;
-            takes_value = 0;
-        } else if (!strcmp(a, "--disable-gpu-index")) {
+        else if (tool_args_is(&a, NULL, "--disable-gpu-index"))
             o->disable_gpu_index = 1;
-            takes_value = 0;
-        } else if (!v)
-            return fail_arg(a, "needs a value (or is unknown; see --help)");
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            o->model = v;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
-            o->prompt = v;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file"))
-            o->prompt_file = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict"))
-            rc = parse_int(a, v, &o->n_predict);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            rc = parse_int(a, v, &o->n_threads);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
-            rc = parse_int(a, v, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
-            rc = parse_int(a, v, &o->n_batch);
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-            rc = parse_float(a, v, &d);
-            o->seed = (long long)d;
-        } else if (!strcmp(a, "--temp")) {
-            rc = parse_float(a, v, &d);
-            o->temp = (float)d;
-        } else if (!strcmp(a, "--top-k"))
-            rc = parse_int(a, v, &o->top_k);
-        else if (!strcmp(a, "--top-p")) {
-            rc = parse_float(a, v, &d);
-            o->top_p = (float)d;
-        } else if (!strcmp(a, "--vram-budget")) {
-            rc = parse_float(a, v, &o->vram_budget_gib);
-            o->vram_budget_given = 1;
-        } else if (!strcmp(a, "--offload-device"))
-            o->offload_device = v;
-        else if (!strcmp(a, "--activation-stats"))
-            o->activation_stats = v;
+        else if (tool_args_is(&a, "-m", "--model"))
+            o->model = tool_args_text(&a);
+        else if (tool_args_is(&a, "-p", "--prompt"))
+            o->prompt = tool_args_text(&a);
+        else if (tool_args_is(&a, "-f", "--file"))
+            o->prompt_file = tool_args_text(&a);
+        else if (tool_args_is(&a, "-n", "--n-predict"))
+            tool_args_int(&a, INT_MIN, INT_MAX, &o->n_predict);
+        else if (tool_args_is(&a, "-t", "--threads"))
+            tool_args_int(&a, 0, INT_MAX, &o->n_threads);
+        else if (tool_args_is(&a, "-c", "--ctx-size"))
+            tool_args_int(&a, 0, INT_MAX, &o->n_ctx);
+        else if (tool_args_is(&a, "-b", "--batch-size"))
+            tool_args_int(&a, 1, INT_MAX, &o->n_batch);
+        else if (tool_args_is(&a, "-s", "--seed"))
+            tool_args_int64(&a, INT32_MIN, UINT32_MAX, &o->seed);
+        else if (tool_args_is(&a, NULL, "--temp"))
+            tool_args_float(&a, -HUGE_VAL, HUGE_VAL, &o->temp);
+        else if (tool_args_is(&a, NULL, "--top-k"))
+            tool_args_int(&a, INT_MIN, INT_MAX, &o->top_k);
+        else if (tool_args_is(&a, NULL, "--top-p"))
+            tool_args_float(&a, -HUGE_VAL, HUGE_VAL, &o->top_p);
+        else if (tool_args_is(&a, NULL, "--vram-budget"))
+            o->vram_budget_given = tool_args_double(&a, -HUGE_VAL, HUGE_VAL, &o->vram_budget_gib);
+        else if (tool_args_is(&a, NULL, "--offload-device"))
+            o->offload_device = tool_args_text(&a);
+        else if (tool_args_is(&a, NULL, "--activation-stats"))
+            o->activation_stats = tool_args_text(&a);
         else
-            return fail_arg(a, "unknown option (see --help)");
-        if (rc) return rc;
-        i += takes_value;
+            tool_args_unknown(&a);
     }
-    if (!o->model) return fail_arg("-m", "a model path is required");
-    if (o->prompt && o->prompt_file) return fail_arg("-f", "give either -p or -f, not both");
-    return 0;
+    if (!o->model) tool_args_fail(&a, "-m: a model path is required");
+    if (o->prompt && o->prompt_file) tool_args_fail(&a, "-f: give either -p or -f, not both");
+    return tool_args_finish(&a);
 }
 
 static char* read_file(const char* path) {
@@ -165,23 +129,6 @@ static int print_piece(const char* text, size_t len, void* user_data) {
     return 1;
 }
 
-static void log_to_stderr(pi_log_level level, const char* message, void* user_data) {
-    (void)user_data;
-    static const char* names[] = {"debug", "info", "warning", "error"};
-    fprintf(stderr, "powerinfer: %s: %s\n", names[level & 3], message);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int die(const char* what, pi_status st) {
-    fprintf(stderr, "powerinfer: %s: %s (%s)\n", what, pi_last_error(), pi_status_str(st));
-    return 1;
-}
-
 int main(int argc, char** argv) {
     options o = {0};
     o.n_predict = 128;
@@ -193,13 +140,11 @@ int main(int argc, char** argv) {
     o.top_p = 0.95f;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
-    if (o.verbose) pi_log_set(log_to_stderr, NULL);
+    if (o.verbose) pi_log_set(tool_log_to_stderr, NULL);
 
     char* prompt_buf = NULL;
-    if (o.prompt_file && !(prompt_buf = read_file(o.prompt_file))) {
-        fprintf(stderr, "powerinfer: -f: cannot read '%s': %s\n", o.prompt_file, strerror(errno));
-        return 1;
-    }
+    if (o.prompt_file && !(prompt_buf = read_file(o.prompt_file)))
+        return tool_fail(1, "-f: cannot read '%s': %s", o.prompt_file, strerror(errno));
     const char* prompt = prompt_buf ? prompt_buf : (o.prompt ? o.prompt : "");
     pi_model_params mp = pi_model_default_params();
     mp.dense = o.dense;
@@ -211,25 +156,22 @@ int main(int argc, char** argv) {
     mp.kv_n_ctx = o.n_ctx; /* as PowerInfer loading a model with its context: KV cache on the device
                               when it fits */
     pi_model* model = NULL;
-    const double t0 = now_seconds();
+    const double t0 = tool_seconds();
     pi_status st = pi_model_load(o.model, &mp, &model);
     if (st != PI_OK) {
         free(prompt_buf);
-        return die("loading the model", st);
+        return tool_fail_status("loading the model", st);
     }
-    const double load_s = now_seconds() - t0;
+    const double load_s = tool_seconds() - t0;
     pi_model_info info;
     info.struct_size = sizeof(info);
     if (pi_model_info_get(model, &info) == PI_OK && (o.vram_budget_given || o.offload_device)) {
         if (info.offload_device[0])
-            fprintf(stderr,
-                    "powerinfer: %.1f MiB of weights (dense blocks and hot FFN neurons) on %s%s\n",
-                    info.offload_bytes / 1048576.0, info.offload_device,
-                    info.kv_n_ctx_on_device > 0 ? ", KV cache too" : "");
+            tool_note("%.1f MiB of weights (dense blocks and hot FFN neurons) on %s%s",
+                      info.offload_bytes / 1048576.0, info.offload_device,
+                      info.kv_n_ctx_on_device > 0 ? ", KV cache too" : "");
         else
-            fprintf(
-                stderr,
-                "powerinfer: no GPU backend is active: running on the CPU (see pi_system_info)\n");
+            tool_note("no GPU backend is active: running on the CPU (see pi_system_info)");
     }
 
     pi_context_params cp = pi_context_default_params();
@@ -241,7 +183,7 @@ int main(int argc, char** argv) {
     if (st != PI_OK) {
         pi_model_free(model);
         free(prompt_buf);
-        return die("creating the context", st);
+        return tool_fail_status("creating the context", st);
     }
 
     pi_generate_params gp = pi_generate_default_params();
@@ -260,20 +202,20 @@ int main(int argc, char** argv) {
         pi_context_free(ctx);
         pi_model_free(model);
         free(prompt_buf);
-        return die("generating", st);
+        return tool_fail_status("generating", st);
     }
     pi_context_stats stats = {0};
     stats.struct_size = sizeof(stats);
     pi_context_stats_get(ctx, &stats);
-    fprintf(stderr, "\npowerinfer: load time      = %9.2f ms\n", load_s * 1e3);
-    fprintf(stderr, "powerinfer: prompt eval    = %9.2f ms / %d tokens (%.2f tokens/s)\n",
-            res.prompt_seconds * 1e3, res.n_prompt_tokens,
-            res.prompt_seconds > 0 ? res.n_prompt_tokens / res.prompt_seconds : 0.0);
-    fprintf(stderr, "powerinfer: decode         = %9.2f ms / %d tokens (%.2f tokens/s)\n",
-            stats.decode_seconds * 1e3, (int)stats.n_decode_tokens,
-            stats.decode_seconds > 0 ? stats.n_decode_tokens / stats.decode_seconds : 0.0);
-    fprintf(stderr, "powerinfer: FFN neurons computed = %.1f%%\n",
-            stats.ffn_active_fraction * 100.0);
+    fputc('\n', stderr);
+    tool_note("load time      = %9.2f ms", load_s * 1e3);
+    tool_note("prompt eval    = %9.2f ms / %d tokens (%.2f tokens/s)", res.prompt_seconds * 1e3,
+              res.n_prompt_tokens,
+              res.prompt_seconds > 0 ? res.n_prompt_tokens / res.prompt_seconds : 0.0);
+    tool_note("decode         = %9.2f ms / %d tokens (%.2f tokens/s)", stats.decode_seconds * 1e3,
+              (int)stats.n_decode_tokens,
+              stats.decode_seconds > 0 ? stats.n_decode_tokens / stats.decode_seconds : 0.0);
+    tool_note("FFN neurons computed = %.1f%%", stats.ffn_active_fraction * 100.0);
     pi_context_free(ctx);
     pi_model_free(model);
     free(prompt_buf);
