@@ -1,14 +1,15 @@
 /* pi-quantize: convert a F32/F16 PowerInfer GGUF model to a ggml quantization format
  * (docs/quantization.md). */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "powerinfer.h"
+#include "tool.h"
+#include "tool_args.h"
+
+const char tool_name[] = "pi-quantize";
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -17,24 +18,17 @@ static void on_interrupt(int sig) {
     interrupted = 1;
 }
 
-static void usage(FILE* out) {
-    fprintf(out,
-            "usage: pi-quantize IN OUT TYPE [--threads N] [--keep-predictor]\n"
-            "Converts the 2-D weights of a F32/F16 model (sparse PWRI or dense GGUF) to TYPE;\n"
-            "norms stay F32, metadata and tensor order are kept.\n"
-            "  TYPE                Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 or F32\n"
-            "  -t, --threads N     worker threads (default: all hardware threads)\n"
-            "      --keep-predictor  leave the predictor (fc1/fc2) at its input type; by default\n"
-            "                      it becomes Q4_0 for a Q4_0 target and Q5_0 otherwise\n"
-            "  -h, --help          this text\n"
-            "Exit status: 0 written, 1 failed, 2 bad arguments (also OUT naming the IN file),\n"
-            "130 interrupted.\n");
-}
-
-static int fail_arg(const char* what, const char* why) {
-    fprintf(stderr, "pi-quantize: %s: %s\n", what, why);
-    return 2;
-}
+static const char usage[] =
+    "usage: pi-quantize IN OUT TYPE [--threads N] [--keep-predictor]\n"
+    "Converts the 2-D weights of a F32/F16 model (sparse PWRI or dense GGUF) to TYPE;\n"
+    "norms stay F32, metadata and tensor order are kept.\n"
+    "  TYPE                Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 or F32\n"
+    "  -t, --threads N     worker threads (default: all hardware threads)\n"
+    "      --keep-predictor  leave the predictor (fc1/fc2) at its input type; by default\n"
+    "                      it becomes Q4_0 for a Q4_0 target and Q5_0 otherwise\n"
+    "  -h, --help          this text\n"
+    "Exit status: 0 written, 1 failed, 2 bad arguments (also OUT naming the IN file),\n"
+    "130 interrupted.\n";
 
 typedef struct bar {
     int tty;
@@ -61,39 +55,38 @@ static double mib(const char* path) {
     return stat(path, &st) == 0 ? (double)st.st_size / (1024.0 * 1024.0) : 0.0;
 }
 
-int main(int argc, char** argv) {
-    const char* positional[3] = {NULL, NULL, NULL};
-    int n_positional = 0;
-    pi_quantize_params p = pi_quantize_default_params();
-    for (int i = 1; i < argc; ++i) {
-        const char* a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--keep-predictor")) {
-            p.keep_predictor = 1;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (i + 1 >= argc) return fail_arg(a, "needs a value");
-            char* end = NULL;
-            errno = 0;
-            const long v = strtol(argv[++i], &end, 10);
-            if (*argv[i] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > 1024)
-                return fail_arg(a, "expects an integer from 1 to 1024");
-            p.n_threads = (int32_t)v;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return fail_arg(a, "unknown flag (see --help)");
-        } else if (n_positional < 3) {
-            positional[n_positional++] = a;
-        } else {
-            return fail_arg(a, "unexpected extra argument (usage: pi-quantize IN OUT TYPE)");
-        }
+/* The positional arguments, IN, OUT and TYPE, go to files[0..2]. */
+static int parse_args(int argc, char** argv, const char* files[3], pi_quantize_params* p) {
+    int n_files = 0;
+    tool_args a = tool_args_start(argc, argv, usage);
+    while (tool_args_next(&a)) {
+        if (tool_args_is(&a, NULL, "--keep-predictor"))
+            p->keep_predictor = 1;
+        else if (tool_args_is(&a, "-t", "--threads"))
+            tool_args_int(&a, 1, 1024, &p->n_threads);
+        else if (tool_args_is_option(&a))
+            tool_args_unknown(&a);
+        else if (n_files < 3)
+            files[n_files++] = a.arg;
+        else
+            tool_args_fail(&a, "%s: unexpected extra argument (usage: pi-quantize IN OUT TYPE)",
+                           a.arg);
     }
-    if (n_positional != 3) {
-        usage(stderr);
+    const int rc = tool_args_finish(&a);
+    if (rc == 0 && n_files != 3) {
+        fputs(usage, stderr);
         return 2;
     }
-    const char *in = positional[0], *out = positional[1];
-    p.type = positional[2];
+    return rc;
+}
+
+int main(int argc, char** argv) {
+    const char* files[3] = {NULL, NULL, NULL};
+    pi_quantize_params p = pi_quantize_default_params();
+    const int rc = parse_args(argc, argv, files, &p);
+    if (rc != 0) return rc;
+    const char *in = files[0], *out = files[1];
+    p.type = files[2];
 
     bar b = {isatty(fileno(stderr)), -1};
     p.progress = on_progress;
@@ -103,13 +96,10 @@ int main(int argc, char** argv) {
 
     const pi_status st = pi_model_quantize(in, out, &p);
     if (b.tty && b.last >= 0) fputc('\n', stderr);
-    if (st == PI_STATUS_CANCELLED) {
-        fprintf(stderr, "pi-quantize: interrupted; %s was not written\n", out);
-        return 130;
-    }
+    if (st == PI_STATUS_CANCELLED) return tool_fail(130, "interrupted; %s was not written", out);
     if (st != PI_OK) {
-        fprintf(stderr, "pi-quantize: %s: %s\n", pi_status_str(st), pi_last_error());
-        return st == PI_ERR_INVALID_ARGUMENT ? 2 : 1;
+        tool_fail_status(NULL, st);
+        return st == PI_ERR_INVALID_ARGUMENT ? 2 : 1; /* a TYPE it does not know, OUT naming IN */
     }
     printf("pi-quantize: wrote %s (%s, %.2f MiB -> %.2f MiB)\n", out, p.type, mib(in), mib(out));
     return 0;
