@@ -7,94 +7,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "powerinfer.h"
+#include "tool.h"
+#include "tool_args.h"
+
+const char tool_name[] = "pi-perplexity";
 
 typedef struct options {
     const char *model, *text;
     int n_ctx, n_batch, n_chunks, n_threads, json, dense, verbose;
 } options;
 
-static void usage(FILE* out) {
-    fprintf(out,
-            "usage: pi-perplexity -m MODEL -f TEXT [-c N_CTX] [-b N] [--chunks K] [-t N] [--json]\n"
-            "  -m, --model PATH     model file\n"
-            "  -f, --file PATH      UTF-8 text; needs at least 2 * N_CTX tokens\n"
-            "  -c, --ctx-size N     window length in tokens (default 512; 0 = the model's; >= 4)\n"
-            "  -b, --batch-size N   tokens per decode call (default 512; at most N_CTX)\n"
-            "      --chunks K       evaluate at most K windows (default: all)\n"
-            "  -t, --threads N      CPU threads (default: library default)\n"
-            "      --dense          also compute every FFN neuron (no predictor) and print both\n"
-            "                       perplexities side by side (a dense file is scored once)\n"
-            "      --json           print a JSON summary on stdout (progress goes to stderr)\n"
-            "      --verbose        log library messages at info level\n"
-            "  -h, --help           this text\n"
-            "Prints [i]ppl, after every window and 'Final estimate: PPL = x +/- y'; with --dense\n"
-            "on a sparse file '[i] sparse x, dense y' and 'Final estimate: sparse PPL = x +/- y,\n"
-            "dense PPL = x +/- y, ratio r' (r = sparse / dense).\n"
-            "Exit status: 0 done, 1 failed (model, text too short), 2 bad arguments.\n");
-}
+/* The largest -c, -b, --chunks and -t. */
+enum { max_count = 1000000000 };
 
-static int fail_arg(const char* flag, const char* why) {
-    fprintf(stderr, "pi-perplexity: %s: %s\n", flag, why);
-    return 2;
-}
-
-static int parse_int(const char* flag, const char* s, int min, int* out) {
-    char* end = NULL;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno != 0 || v < min || v > 1000000000L)
-        return fail_arg(flag,
-                        min == 0 ? "expects a non-negative integer" : "expects a positive integer");
-    *out = (int)v;
-    return 0;
-}
+static const char usage[] =
+    "usage: pi-perplexity -m MODEL -f TEXT [-c N_CTX] [-b N] [--chunks K] [-t N] [--json]\n"
+    "  -m, --model PATH     model file\n"
+    "  -f, --file PATH      UTF-8 text; needs at least 2 * N_CTX tokens\n"
+    "  -c, --ctx-size N     window length in tokens (default 512; 0 = the model's; >= 4)\n"
+    "  -b, --batch-size N   tokens per decode call (default 512; at most N_CTX)\n"
+    "      --chunks K       evaluate at most K windows (default: all)\n"
+    "  -t, --threads N      CPU threads (default: library default)\n"
+    "      --dense          also compute every FFN neuron (no predictor) and print both\n"
+    "                       perplexities side by side (a dense file is scored once)\n"
+    "      --json           print a JSON summary on stdout (progress goes to stderr)\n"
+    "      --verbose        log library messages at info level\n"
+    "  -h, --help           this text\n"
+    "Prints [i]ppl, after every window and 'Final estimate: PPL = x +/- y'; with --dense\n"
+    "on a sparse file '[i] sparse x, dense y' and 'Final estimate: sparse PPL = x +/- y,\n"
+    "dense PPL = x +/- y, ratio r' (r = sparse / dense).\n"
+    "Exit status: 0 done, 1 failed (model, text too short), 2 bad arguments.\n";
 
 static int parse_args(int argc, char** argv, options* o) {
-    for (int i = 1; i < argc; ++i) {
-        const char* a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!strcmp(a, "--json")) {
+    tool_args a = tool_args_start(argc, argv, usage);
+    while (tool_args_next(&a)) {
+        if (tool_args_is(&a, NULL, "--json"))
             o->json = 1;
-            continue;
-        }
-        if (!strcmp(a, "--dense")) {
+        else if (tool_args_is(&a, NULL, "--dense"))
             o->dense = 1;
-            continue;
-        }
-        if (!strcmp(a, "--verbose")) {
+        else if (tool_args_is(&a, NULL, "--verbose"))
             o->verbose = 1;
-            continue;
-        }
-        if (i + 1 >= argc) return fail_arg(a, "unknown flag or missing value (see --help)");
-        const char* v = argv[++i];
-        int rc = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            o->model = v;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file"))
-            o->text = v;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
-            rc = parse_int(a, v, 0, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
-            rc = parse_int(a, v, 1, &o->n_batch);
-        else if (!strcmp(a, "--chunks"))
-            rc = parse_int(a, v, 1, &o->n_chunks);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            rc = parse_int(a, v, 1, &o->n_threads);
+        else if (tool_args_is(&a, "-m", "--model"))
+            o->model = tool_args_text(&a);
+        else if (tool_args_is(&a, "-f", "--file"))
+            o->text = tool_args_text(&a);
+        else if (tool_args_is(&a, "-c", "--ctx-size"))
+            tool_args_int(&a, 0, max_count, &o->n_ctx);
+        else if (tool_args_is(&a, "-b", "--batch-size"))
+            tool_args_int(&a, 1, max_count, &o->n_batch);
+        else if (tool_args_is(&a, NULL, "--chunks"))
+            tool_args_int(&a, 1, max_count, &o->n_chunks);
+        else if (tool_args_is(&a, "-t", "--threads"))
+            tool_args_int(&a, 1, max_count, &o->n_threads);
         else
-            return fail_arg(a, "unknown flag (see --help)");
-        if (rc) return rc;
+            tool_args_unknown(&a);
     }
-    if (!o->model) return fail_arg("-m", "a model path is required");
-    if (!o->text) return fail_arg("-f", "a text file is required");
+    if (!o->model) tool_args_fail(&a, "-m: a model path is required");
+    if (!o->text) tool_args_fail(&a, "-f: a text file is required");
     if (o->n_ctx != 0 && o->n_ctx < 4)
-        return fail_arg("-c", "the window must be at least 4 tokens");
-    return 0;
+        tool_args_fail(&a, "-c: the window must be at least 4 tokens");
+    return tool_args_finish(&a);
 }
 
 /* The whole file; *len receives its size (the text may contain NUL bytes). */
@@ -124,18 +98,6 @@ static char* read_file(const char* path, size_t* len) {
         return NULL;
     }
     return buf;
-}
-
-static void log_to_stderr(pi_log_level level, const char* message, void* user_data) {
-    (void)user_data;
-    static const char* names[] = {"debug", "info", "warning", "error"};
-    fprintf(stderr, "pi-perplexity: %s: %s\n", names[level & 3], message);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* -log p(target) under softmax(logits), in double. */
@@ -220,7 +182,7 @@ static void run_free(run* r) {
 }
 
 static int die(run* r, const char* what, pi_status st) {
-    fprintf(stderr, "pi-perplexity: %s: %s: %s\n", what, pi_status_str(st), pi_last_error());
+    tool_fail_status(what, st); /* before the frees, which may replace pi_last_error() */
     run_free(r);
     return 1;
 }
@@ -300,14 +262,13 @@ int main(int argc, char** argv) {
     o.n_chunks = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
-    if (o.verbose) pi_log_set(log_to_stderr, NULL);
+    if (o.verbose) pi_log_set(tool_log_to_stderr, NULL);
     FILE* human = o.json ? stderr : stdout;
 
     size_t text_len = 0;
     char* text = read_file(o.text, &text_len);
     if (!text) {
-        fprintf(stderr, "pi-perplexity: -f: cannot read '%s': %s\n", o.text, strerror(errno));
-        return 1;
+        return tool_fail(1, "-f: cannot read '%s': %s", o.text, strerror(errno));
     }
 
     run r = {0};
@@ -335,10 +296,9 @@ int main(int argc, char** argv) {
         }
         r.n_passes = 2;
     } else if (o.dense) {
-        fprintf(stderr,
-                "pi-perplexity: --dense: %s is a dense file (no predictor): every neuron is "
-                "computed already, so it is scored once\n",
-                o.model);
+        tool_note("--dense: %s is a dense file (no predictor): every neuron is computed already, "
+                  "so it is scored once",
+                  o.model);
     }
 
     const pi_token bos = pi_token_bos(model);
@@ -351,9 +311,8 @@ int main(int argc, char** argv) {
     r.tokens = malloc((r.n_tokens ? r.n_tokens : 1) * sizeof(pi_token));
     if (!r.tokens) {
         free(text);
-        fprintf(stderr, "pi-perplexity: out of memory\n");
         run_free(&r);
-        return 1;
+        return tool_fail(1, "out of memory");
     }
     st = pi_tokenize(model, text, text_len, add_bos, r.tokens, r.n_tokens, &r.n_tokens);
     free(text);
@@ -370,16 +329,13 @@ int main(int argc, char** argv) {
     const int n_ctx = pi_context_n_ctx(r.passes[0].ctx);
     const int n_batch = cp.n_batch < n_ctx ? cp.n_batch : n_ctx;
     if (n_ctx < 4) {
-        fprintf(stderr, "pi-perplexity: -c: the window must be at least 4 tokens, got %d\n", n_ctx);
         run_free(&r);
-        return 2;
+        return tool_fail(2, "-c: the window must be at least 4 tokens, got %d", n_ctx);
     }
     if (r.n_tokens < 2 * (size_t)n_ctx) {
-        fprintf(stderr,
-                "pi-perplexity: %s has %zu tokens; at least %d (2 * n_ctx) are needed for -c %d\n",
-                o.text, r.n_tokens, 2 * n_ctx, n_ctx);
         run_free(&r);
-        return 1;
+        return tool_fail(1, "%s has %zu tokens; at least %d (2 * n_ctx) are needed for -c %d",
+                         o.text, r.n_tokens, 2 * n_ctx, n_ctx);
     }
     const int n_chunk_max = (int)(r.n_tokens / (size_t)n_ctx);
     const int n_chunk = o.n_chunks < 0 || o.n_chunks > n_chunk_max ? n_chunk_max : o.n_chunks;
@@ -394,17 +350,15 @@ int main(int argc, char** argv) {
         allocated = allocated && r.passes[i].chunk_ppl;
     }
     if (!allocated) {
-        fprintf(stderr, "pi-perplexity: out of memory\n");
         run_free(&r);
-        return 1;
+        return tool_fail(1, "out of memory");
     }
     memset(r.batch_logits, 1, (size_t)n_batch);
-    fprintf(stderr,
-            "pi-perplexity: %zu tokens, %d chunks of %d, batch %d, scoring positions %d..%d%s\n",
-            r.n_tokens, n_chunk, n_ctx, n_batch, w.first, n_ctx - 2,
-            r.n_passes == 2 ? ", sparse and dense" : "");
+    tool_note("%zu tokens, %d chunks of %d, batch %d, scoring positions %d..%d%s", r.n_tokens,
+              n_chunk, n_ctx, n_batch, w.first, n_ctx - 2,
+              r.n_passes == 2 ? ", sparse and dense" : "");
 
-    const double t0 = now_seconds();
+    const double t0 = tool_seconds();
     for (int i = 0; i < n_chunk; ++i) {
         w.start = (size_t)i * (size_t)n_ctx;
         for (int k = 0; k < r.n_passes; ++k) {
@@ -414,9 +368,9 @@ int main(int argc, char** argv) {
             p->chunk_ppl[i] = exp(p->nll / (double)p->count);
         }
         if (i == 0) {
-            const double per_chunk = now_seconds() - t0;
-            fprintf(stderr, "pi-perplexity: %.2f seconds per chunk, ETA %.1f minutes\n", per_chunk,
-                    per_chunk * (n_chunk - 1) / 60.0);
+            const double per_chunk = tool_seconds() - t0;
+            tool_note("%.2f seconds per chunk, ETA %.1f minutes", per_chunk,
+                      per_chunk * (n_chunk - 1) / 60.0);
         }
         if (r.n_passes == 2)
             fprintf(human, "[%d] sparse %.4f, dense %.4f\n", i + 1, r.passes[0].chunk_ppl[i],
@@ -426,7 +380,7 @@ int main(int argc, char** argv) {
         fflush(human);
     }
     if (r.n_passes == 1) fputc('\n', human);
-    const double seconds = now_seconds() - t0;
+    const double seconds = tool_seconds() - t0;
 
     const estimate e = estimate_of(&r.passes[0]);
     const estimate d = r.n_passes == 2 ? estimate_of(&r.passes[1]) : e;
