@@ -1,7 +1,6 @@
 #include "bandwidth.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <latch>
 #include <memory>
@@ -9,6 +8,8 @@
 #include <span>
 #include <thread>
 #include <vector>
+
+#include "tool.h"
 
 namespace pi::bench {
 
@@ -42,9 +43,8 @@ std::span<uint64_t> share(std::span<uint64_t> all, int part, int parts) {
 // thread starting to the last one finishing. Each thread reads the clock itself: the thread
 // that releases the others may run its share before the waiting ones wake up.
 template <class Job> double timed_parallel(int threads, Job job) {
-    using clock = std::chrono::steady_clock;
-    std::vector<clock::time_point> starts(static_cast<size_t>(threads));
-    std::vector<clock::time_point> ends(static_cast<size_t>(threads));
+    std::vector<double> starts(static_cast<size_t>(threads));
+    std::vector<double> ends(static_cast<size_t>(threads));
     std::latch start(threads);
     {
         std::vector<std::jthread> workers;
@@ -52,14 +52,13 @@ template <class Job> double timed_parallel(int threads, Job job) {
         for (int t = 0; t < threads; ++t)
             workers.emplace_back([&, t] {
                 start.arrive_and_wait();
-                starts[static_cast<size_t>(t)] = clock::now();
+                starts[static_cast<size_t>(t)] = tool_seconds();
                 job(t);
-                ends[static_cast<size_t>(t)] = clock::now();
+                ends[static_cast<size_t>(t)] = tool_seconds();
             });
     }
-    return std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) -
-                                         *std::min_element(starts.begin(), starts.end()))
-        .count();
+    return *std::max_element(ends.begin(), ends.end()) -
+           *std::min_element(starts.begin(), starts.end());
 }
 
 } // namespace

@@ -12,6 +12,9 @@
 #include "report.hpp"
 #include "runner.hpp"
 #include "system.hpp"
+#include "tool.h"
+
+extern "C" const char tool_name[] = "pi-bench";
 
 namespace {
 
@@ -28,9 +31,8 @@ bool show_progress() {
     return isatty(fileno(stderr)) != 0;
 }
 
-int fail(const std::string& reason, int code) {
-    std::fprintf(stderr, "pi-bench: %s\n", reason.c_str());
-    return code;
+int fail(const std::string& reason) {
+    return tool_fail(1, "%s", reason.c_str());
 }
 
 size_t probe_bytes() {
@@ -39,8 +41,8 @@ size_t probe_bytes() {
 
 bool probe_bandwidth(int threads, bandwidth_result& out) {
     if (show_progress())
-        std::fprintf(stderr, "pi-bench: measuring memory read bandwidth (%zu MiB, %d threads)\n",
-                     probe_bytes() >> 20, threads);
+        tool_note("measuring memory read bandwidth (%zu MiB, %d threads)", probe_bytes() >> 20,
+                  threads);
     return measure_read_bandwidth(threads, probe_bytes(), probe_min_passes, probe_min_seconds, out);
 }
 
@@ -66,14 +68,8 @@ std::string joined(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string error;
-    bool help = false;
-    const auto parsed = parse_options(argc, argv, error, help);
-    if (help) {
-        print_usage();
-        return 0;
-    }
-    if (!parsed) return fail(error, 2);
+    const auto parsed = parse_options(argc, argv);
+    if (!parsed) return 2;
     const options& o = *parsed;
 
     report r;
@@ -87,14 +83,13 @@ int main(int argc, char** argv) {
 
     if (o.bandwidth) {
         bandwidth_result bw;
-        if (!probe_bandwidth(o.threads, bw)) return fail(probe_failure(), 1);
+        if (!probe_bandwidth(o.threads, bw)) return fail(probe_failure());
         r.bandwidth = bw;
     }
 
     for (const std::string& path : o.models) {
         for (const mode m : o.modes) {
-            if (show_progress())
-                std::fprintf(stderr, "pi-bench: %s, mode %s\n", path.c_str(), mode_name(m));
+            if (show_progress()) tool_note("%s, mode %s", path.c_str(), mode_name(m));
             run_result run;
             std::string message;
             switch (run_benchmark(path, m, o, run, message)) {
@@ -105,23 +100,23 @@ int main(int argc, char** argv) {
                 r.notes.push_back(message);
                 continue;
             case outcome::failed:
-                return fail(message, 1);
+                return fail(message);
             }
             // Probing again after every run (with the model unloaded) gives other load on the
             // machine several chances to pause; one busy probe would otherwise understate the
             // bandwidth for the whole report.
             if (o.bandwidth) {
                 bandwidth_result again;
-                if (!probe_bandwidth(o.threads, again)) return fail(probe_failure(), 1);
+                if (!probe_bandwidth(o.threads, again)) return fail(probe_failure());
                 keep_best(*r.bandwidth, again);
             }
         }
     }
-    if (r.runs.empty()) return fail("nothing was measured: " + r.notes.front(), 1);
+    if (r.runs.empty()) return fail("nothing was measured: " + r.notes.front());
 
     if (o.json)
         print_json(r, stdout);
     else
         print_markdown(r, stdout);
-    return std::fflush(stdout) == 0 ? 0 : fail("cannot write the report", 1);
+    return std::fflush(stdout) == 0 ? 0 : fail("cannot write the report");
 }

@@ -28,10 +28,8 @@ struct options {
 // Extra KV cache positions beyond the longest test, as llama-bench leaves a little headroom.
 inline constexpr int ctx_slack = 16;
 
-void print_usage();
-
-// Parses argv; on failure returns nothing and sets `error` to a one-line reason. `help` is set
-// when -h/--help was given (and nothing else is checked).
-std::optional<options> parse_options(int argc, char** argv, std::string& error, bool& help);
+// Parses argv; on a usage error writes one line on stderr and returns nothing. -h and --help
+// print the usage text and exit.
+std::optional<options> parse_options(int argc, char** argv);
 
 } // namespace pi::bench

@@ -1,13 +1,13 @@
 #include "runner.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "powerinfer.h"
 #include "system.hpp"
+#include "tool.h"
 
 namespace pi::bench {
 
@@ -54,10 +54,6 @@ class token_source {
     std::uniform_int_distribution<pi_token> dist_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 bool decode_failed(const char* test, pi_status status, std::string& message) {
     if (status == PI_OK) return false;
     message = std::string(test) + ": pi_decode: " + pi_status_str(status) + ": " + pi_last_error();
@@ -72,9 +68,9 @@ bool prompt_run(pi_context* ctx, token_source& tokens, int n, double& seconds,
         t = tokens.next();
     pi_kv_truncate(ctx, 0);
     const pi_batch batch{n, prompt.data(), nullptr, nullptr};
-    const auto start = std::chrono::steady_clock::now();
+    const double start = tool_seconds();
     const pi_status status = pi_decode(ctx, &batch);
-    seconds = seconds_since(start);
+    seconds = tool_seconds() - start;
     return !decode_failed("pp", status, message);
 }
 
@@ -82,13 +78,13 @@ bool prompt_run(pi_context* ctx, token_source& tokens, int n, double& seconds,
 bool generation_run(pi_context* ctx, token_source& tokens, int n, double& seconds,
                     std::string& message) {
     pi_kv_truncate(ctx, 0);
-    const auto start = std::chrono::steady_clock::now();
+    const double start = tool_seconds();
     for (int i = 0; i < n; ++i) {
         const pi_token token = tokens.next();
         const pi_batch batch{1, &token, nullptr, nullptr};
         if (decode_failed("tg", pi_decode(ctx, &batch), message)) return false;
     }
-    seconds = seconds_since(start);
+    seconds = tool_seconds() - start;
     return true;
 }
 
