@@ -7,8 +7,8 @@
 #include <map>
 #include <system_error>
 
+#include "formats/torch_tensor.hpp"
 #include "gguf/gguf.hpp"
-#include "planner/torch_tensor.hpp"
 #include "support/error.hpp"
 
 namespace pi::planner {
@@ -109,7 +109,7 @@ activation_stats read_powerinfer_activations(const std::string& dir) {
             fail(status::format, dir, ": activation_", expected, ".pt is missing (found layer ",
                  layer, ")");
         ++expected;
-        std::vector<float> counts = read_torch_vector(file.string());
+        std::vector<float> counts = formats::read_torch_vector(file.string());
         check_counts(counts, status::format, file.string());
         stats.counts.push_back(std::move(counts));
     }

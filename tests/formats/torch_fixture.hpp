@@ -6,6 +6,7 @@
 // torch._utils._rebuild_tensor_v2 that torch.save emits.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,44 @@ std::vector<uint8_t> torch_file_f32(const std::vector<float>& values,
                                     const torch_file_options& o = {});
 std::vector<uint8_t> torch_file_i64(const std::vector<int64_t>& values,
                                     const torch_file_options& o = {});
+
+// Pickle opcodes one at a time, for crafted pickles: what Python's pickler (protocol 2) writes.
+class pickle_writer {
+  public:
+    pickle_writer& proto();                                                    // PROTO 2
+    pickle_writer& op(std::string_view opcodes);                               // raw opcode bytes
+    pickle_writer& global(const std::string& module, const std::string& name); // GLOBAL
+    pickle_writer& str(const std::string& s);                                  // BINUNICODE
+    pickle_writer& integer(int64_t v); // BININT1/BININT2/BININT/LONG1, the shortest
+    pickle_writer& int_tuple(const std::vector<int64_t>& v); // MARK ints TUPLE
+    pickle_writer& binput(uint8_t index);
+    std::vector<uint8_t> bytes() const { return out_; }
+
+  private:
+    std::vector<uint8_t> out_;
+};
+
+// One tensor of a state dict: `size`/`stride` view `numel` elements of storage record `key`.
+struct fixture_tensor {
+    std::string name;
+    std::string storage_type = "FloatStorage";
+    std::string key = "0";
+    int64_t numel = 0;
+    int64_t offset = 0;
+    std::vector<int64_t> size, stride;
+};
+
+// The data.pkl of torch.save(state_dict): OrderedDict() filled by SETITEMS with
+// _rebuild_tensor_v2 calls; `as_parameters` wraps each in _rebuild_parameter (nn.Parameter),
+// `metadata` ends with the BUILD of the state dict's _metadata as torch writes it.
+std::vector<uint8_t> state_dict_pickle(const std::vector<fixture_tensor>& tensors,
+                                       bool as_parameters = false, bool metadata = false);
+
+// A torch.save zip of `pickle` plus the given storage records (key, bytes).
+std::vector<uint8_t>
+torch_zip(const std::vector<uint8_t>& pickle,
+          const std::vector<std::pair<std::string, std::vector<uint8_t>>>& storages,
+          const torch_file_options& o = {});
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 

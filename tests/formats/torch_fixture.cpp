@@ -216,6 +216,84 @@ std::vector<uint8_t> torch_file_i64(const std::vector<int64_t>& values,
     return torch_file("LongStorage", std::move(storage), n, 0, n, o);
 }
 
+pickle_writer& pickle_writer::proto() {
+    return op("\x80\x02");
+}
+
+pickle_writer& pickle_writer::op(std::string_view opcodes) {
+    out_.insert(out_.end(), opcodes.begin(), opcodes.end());
+    return *this;
+}
+
+pickle_writer& pickle_writer::global(const std::string& module, const std::string& name) {
+    return op("c" + module + "\n" + name + "\n");
+}
+
+pickle_writer& pickle_writer::str(const std::string& s) {
+    bytes_out p;
+    pickle_str(p, s);
+    out_.insert(out_.end(), p.out.begin(), p.out.end());
+    return *this;
+}
+
+pickle_writer& pickle_writer::integer(int64_t v) {
+    bytes_out p;
+    pickle_int(p, v);
+    out_.insert(out_.end(), p.out.begin(), p.out.end());
+    return *this;
+}
+
+pickle_writer& pickle_writer::int_tuple(const std::vector<int64_t>& v) {
+    op("(");
+    for (int64_t x : v)
+        integer(x);
+    return op("t");
+}
+
+pickle_writer& pickle_writer::binput(uint8_t index) {
+    out_.push_back('q');
+    out_.push_back(index);
+    return *this;
+}
+
+std::vector<uint8_t> state_dict_pickle(const std::vector<fixture_tensor>& tensors,
+                                       bool as_parameters, bool metadata) {
+    pickle_writer p;
+    p.proto().global("collections", "OrderedDict").op(")R(");
+    for (const fixture_tensor& t : tensors) {
+        p.str(t.name);
+        if (as_parameters) p.global("torch._utils", "_rebuild_parameter").op("(");
+        p.global("torch._utils", "_rebuild_tensor_v2").op("((");
+        p.str("storage").global("torch", t.storage_type).str(t.key).str("cpu").integer(t.numel);
+        p.op("tQ").integer(t.offset).int_tuple(t.size).int_tuple(t.stride);
+        p.op("\x89").global("collections", "OrderedDict").op(")RtR");
+        if (as_parameters) p.op("\x89").global("collections", "OrderedDict").op(")RtR");
+    }
+    p.op("u");
+    if (metadata) {
+        // {'_metadata': OrderedDict([('', {'version': 1})])}
+        p.op("}").str("_metadata").global("collections", "OrderedDict").op(")R");
+        p.str("").op("}").str("version").integer(1).op("ss").op("sb");
+    }
+    return p.op(".").bytes();
+}
+
+std::vector<uint8_t>
+torch_zip(const std::vector<uint8_t>& pickle,
+          const std::vector<std::pair<std::string, std::vector<uint8_t>>>& storages,
+          const torch_file_options& o) {
+    const std::string dir = o.archive + "/";
+    std::vector<zip_record> records;
+    records.push_back({dir + "data.pkl", pickle, o.pickle_method});
+    const std::string little = "little";
+    records.push_back({dir + "byteorder", {little.begin(), little.end()}});
+    for (const auto& [key, bytes] : storages)
+        records.push_back({dir + "data/" + key, bytes, o.data_method});
+    const std::string version = "3\n";
+    records.push_back({dir + "version", {version.begin(), version.end()}});
+    return make_zip(records, o.zip);
+}
+
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()),

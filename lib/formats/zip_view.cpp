@@ -1,15 +1,16 @@
 // ZIP central-directory reader (PKWARE APPNOTE 6.3): end record, optional ZIP64 end record and
 // locator, central directory entries with their ZIP64 extra field, and each entry's local header
 // to find where its data starts (torch pads local headers with an "FB" extra field so that data
-// starts 64-byte aligned; the local extra length covers it).
-#include "planner/torch_zip.hpp"
+// starts 64-byte aligned; the local extra length covers it), and the CRC-32 of what is read whole.
+#include "formats/zip_view.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "support/error.hpp"
 
-namespace pi::planner {
+namespace pi::formats {
 
 namespace {
 
@@ -56,17 +57,42 @@ struct directory {
     uint64_t count = 0, offset = 0, size = 0;
 };
 
-uint64_t find_end_record(const cursor& c, const std::string& source) {
-    if (c.size() < end_size)
-        fail(status::format, source, ": ", c.size(), " bytes is too short for a zip archive");
+// The end record's position, or end_missing. Its comment length must fit the file, so that a
+// signature inside a member's data is not taken for it.
+constexpr uint64_t end_missing = UINT64_MAX;
+
+uint64_t find_end_record(std::span<const uint8_t> bytes, const std::string& source) {
+    const cursor c(bytes, source);
+    if (c.size() < end_size) return end_missing;
     const uint64_t lowest = c.size() - end_size > 0xffff ? c.size() - end_size - 0xffff : 0;
     for (uint64_t pos = c.size() - end_size + 1; pos-- > lowest;)
         if (c.u32(pos) == sig_end && pos + end_size + c.u16(pos + 20) <= c.size()) return pos;
-    fail(status::format, source, ": no zip end-of-central-directory record (not a zip file)");
+    return end_missing;
 }
 
-directory read_directory(const cursor& c, const std::string& source) {
-    const uint64_t end = find_end_record(c, source);
+constexpr std::array<uint32_t, 256> crc_table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; ++k)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+        t[i] = c;
+    }
+    return t;
+}();
+
+uint32_t crc32_of(std::span<const uint8_t> data) {
+    uint32_t crc = 0xffffffffu;
+    for (uint8_t b : data)
+        crc = (crc >> 8) ^ crc_table[(crc ^ b) & 0xffu];
+    return ~crc;
+}
+
+directory read_directory(std::span<const uint8_t> bytes, const std::string& source) {
+    const cursor c(bytes, source);
+    const uint64_t end = find_end_record(bytes, source);
+    if (end == end_missing)
+        fail(status::format, source, ": not a zip archive (no end-of-central-directory record)");
     if (c.u16(end + 4) != 0 || c.u16(end + 6) != 0)
         fail(status::unsupported, source, ": multi-disk zip archives are not supported");
     directory d{c.u16(end + 10), c.u32(end + 16), c.u32(end + 12)};
@@ -121,10 +147,14 @@ void apply_zip64_extra(const cursor& c, uint64_t extra, uint64_t extra_len, uint
 
 } // namespace
 
+bool looks_like_zip(std::span<const uint8_t> bytes) noexcept {
+    return find_end_record(bytes, std::string()) != end_missing;
+}
+
 zip_view::zip_view(std::span<const uint8_t> bytes, std::string source)
     : bytes_(bytes), source_(std::move(source)) {
     const cursor c(bytes_, source_);
-    const directory d = read_directory(c, source_);
+    const directory d = read_directory(bytes_, source_);
     uint64_t pos = d.offset;
     const uint64_t directory_end = d.offset + d.size;
     entries_.reserve(static_cast<size_t>(d.count));
@@ -135,32 +165,26 @@ zip_view::zip_view(std::span<const uint8_t> bytes, std::string source)
         const uint16_t flags = c.u16(pos + 8);
         zip_entry e;
         e.method = c.u16(pos + 10);
-        uint64_t csize = c.u32(pos + 20);
+        e.crc32 = c.u32(pos + 16);
+        e.stored_size = c.u32(pos + 20);
         e.size = c.u32(pos + 24);
         const uint64_t name_len = c.u16(pos + 28), extra_len = c.u16(pos + 30),
                        comment_len = c.u16(pos + 32);
-        uint64_t local = c.u32(pos + 42);
+        e.local_header = c.u32(pos + 42);
         if (pos + central_size + name_len + extra_len + comment_len > directory_end)
             fail(status::format, source_, ": zip central directory entry ", i,
                  " runs past the directory");
         e.name = c.text(pos + central_size, name_len);
-        const std::string where = concat(source_, ": zip entry '", e.name, "'");
-        apply_zip64_extra(c, pos + central_size + name_len, extra_len, e.size, csize, local, where);
-        if (flags & 1) fail(status::unsupported, where, " is encrypted");
-        if (e.method == 0 && csize != e.size)
-            fail(status::format, where, " is stored but its sizes differ (", csize, " vs ", e.size,
-                 ")");
-
-        c.need(local, local_size, "local header");
-        if (c.u32(local) != sig_local)
-            fail(status::format, where, ": local header at byte ", local, " has a bad signature");
-        const uint64_t local_name = c.u16(local + 26), local_extra = c.u16(local + 28);
-        c.need(local + local_size, local_name + local_extra, "local header name");
-        if (c.text(local + local_size, local_name) != e.name)
-            fail(status::format, where, ": local header names '",
-                 c.text(local + local_size, local_name), "'");
-        e.data_offset = local + local_size + local_name + local_extra;
-        c.need(e.data_offset, csize, "entry data");
+        const std::string where = concat(source_, ": ", e.name);
+        apply_zip64_extra(c, pos + central_size + name_len, extra_len, e.size, e.stored_size,
+                          e.local_header, where);
+        if (flags & 1) fail(status::unsupported, where, ": is encrypted");
+        if (e.method == 0 && e.stored_size != e.size)
+            fail(status::format, where, ": is stored but its sizes differ (", e.stored_size, " vs ",
+                 e.size, ")");
+        if (e.local_header >= d.offset)
+            fail(status::format, where, ": local header at byte ", e.local_header,
+                 " is not before the central directory");
         entries_.push_back(std::move(e));
         pos += central_size + name_len + extra_len + comment_len;
     }
@@ -172,11 +196,33 @@ const zip_entry* zip_view::find(std::string_view name) const noexcept {
     return it == entries_.end() ? nullptr : &*it;
 }
 
-std::span<const uint8_t> zip_view::data(const zip_entry& e) const {
-    if (e.method != 0)
-        fail(status::unsupported, source_, ": zip entry '", e.name, "' is compressed (method ",
-             e.method, "); only stored entries are supported");
-    return bytes_.subspan(static_cast<size_t>(e.data_offset), static_cast<size_t>(e.size));
+uint64_t zip_view::data_offset(const zip_entry& e) const {
+    const cursor c(bytes_, source_);
+    const std::string where = concat(source_, ": ", e.name);
+    c.need(e.local_header, local_size, "local header");
+    if (c.u32(e.local_header) != sig_local)
+        fail(status::format, where, ": corrupt zip local header at byte ", e.local_header);
+    const uint64_t name_len = c.u16(e.local_header + 26), extra_len = c.u16(e.local_header + 28);
+    c.need(e.local_header + local_size, name_len, "local header name");
+    if (c.text(e.local_header + local_size, name_len) != e.name)
+        fail(status::format, where, ": local header names '",
+             c.text(e.local_header + local_size, name_len), "'");
+    return e.local_header + local_size + name_len + extra_len;
 }
 
-} // namespace pi::planner
+std::span<const uint8_t> zip_view::read(const zip_entry& e) const {
+    if (e.method != 0)
+        fail(status::unsupported, source_, ": ", e.name, ": is compressed (method ", e.method,
+             "); torch.save stores its members uncompressed");
+    const uint64_t at = data_offset(e);
+    const cursor c(bytes_, source_);
+    c.need(at, e.size, "member data");
+    const std::span<const uint8_t> data =
+        bytes_.subspan(static_cast<size_t>(at), static_cast<size_t>(e.size));
+    if (const uint32_t crc = crc32_of(data); crc != e.crc32)
+        fail(status::format, source_, ": ", e.name, ": corrupt zip archive (bad CRC-32: 0x",
+             std::hex, crc, ", the directory says 0x", e.crc32, ")");
+    return data;
+}
+
+} // namespace pi::formats
