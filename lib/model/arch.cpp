@@ -6,7 +6,7 @@ namespace pi {
 
 namespace {
 // llama dense files default to SwiGLU (as llama.cpp and PowerInfer run them); bamboo is ReLU
-// in both modes (spec §2.2).
+// in both modes (docs/forward-pass.md).
 constexpr std::array<arch_desc, 2> archs = {{
     {"llama", PIB_GLU_RELU, PIB_GLU_SILU, PIB_ROPE_NORMAL},
     {"bamboo", PIB_GLU_RELU_RELU, PIB_GLU_RELU_RELU, PIB_ROPE_NORMAL},

@@ -25,7 +25,7 @@ bool is_supported_weight_type(ggml_type t) {
     }
 }
 
-// LLAMA_SPARSE_PRED_THRESHOLD overrides the file's threshold, as in PowerInfer (spec §3).
+// LLAMA_SPARSE_PRED_THRESHOLD overrides the file's threshold, as in PowerInfer (docs/forward-pass.md).
 bool env_threshold(float& out) {
     const char* env = std::getenv("LLAMA_SPARSE_PRED_THRESHOLD");
     if (!env || !*env) return false;

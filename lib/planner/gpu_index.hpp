@@ -1,5 +1,5 @@
 #pragma once
-// The GPU index cache file `<model>.generated.gpuidx` (spec §5.2, docs/planner.md): PowerInfer's
+// The GPU index cache file `<model>.generated.gpuidx` (docs/planner.md): PowerInfer's
 // layout (GGUF, magic PWRI, tensors blk.l.gpu_idx / blk.l.gpu_bucket by position), plus our keys
 // powerinfer.gpu_index.fingerprint and powerinfer.gpu_index.budget that make a stale cache
 // detectable.

@@ -1,4 +1,4 @@
-// Placement: dense groups in the spec's priority order, then the KV cache, then hot neurons by a
+// Placement: dense groups in PowerInfer's priority order, then the KV cache, then hot neurons by a
 // global greedy over per-layer chunks (docs/planner.md explains why greedy is the solver's answer).
 #include "planner/planner.hpp"
 
@@ -141,7 +141,7 @@ std::vector<int32_t> by_frequency(const std::vector<float>& f) {
 // Global greedy over chunks of `granularity` neurons taken from each layer's hottest-first order.
 // A chunk's value is its activation mass per device byte; within a layer those values never
 // increase, so the chunks taken form a prefix of each layer's order, and with equal neuron sizes
-// this is the spec's ILP answer (a knapsack with equal weights) at chunk size = granularity.
+// this is PowerInfer's ILP answer (a knapsack with equal weights) at chunk size = granularity.
 // A chunk that does not fit retires its layer: the budget only shrinks, so it never fits later.
 void place_ffn(const plan_input& in, plan& p, uint64_t left) {
     const size_t n_layer = in.layers.size();

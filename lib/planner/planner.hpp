@@ -1,5 +1,5 @@
 #pragma once
-// Device placement of a sparse model under a memory budget (spec §5.1, docs/planner.md).
+// Device placement of a sparse model under a memory budget (docs/planner.md).
 // Plain data in, plain data out: the engine describes the model's geometry, the planner decides
 // which dense tensors and which hot FFN neurons live on the device.
 //

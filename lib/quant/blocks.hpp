@@ -1,6 +1,6 @@
 #pragma once
-// ggml's quantized block layouts (spec §1.4), byte for byte: these structs are what a GGUF file
-// holds, so kernels may read file data through them directly.
+// ggml's quantized block layouts (docs/quantization.md), byte for byte: these structs are what a
+// GGUF file holds, so kernels may read file data through them directly.
 #include <bit>
 #include <cstdint>
 

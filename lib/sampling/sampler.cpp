@@ -42,7 +42,8 @@ int32_t sampler::sample(std::span<const float> logits) {
         std::sort(candidates_.begin(), candidates_.end(), by_logit);
     }
 
-    // Top-p on the softmax of the raw logits, temperature applied afterwards (spec §8 order).
+    // Top-p on the softmax of the raw logits, temperature applied afterwards (llama.cpp's
+    // order, docs/sampling.md).
     probs_.resize(keep);
     const float max_logit = candidates_[0].logit;
     double sum = 0.0;

@@ -1,4 +1,4 @@
-// tokenizer::from_gguf: the tokenizer.ggml.* keys of spec §2.3 into a vocab.
+// tokenizer::from_gguf: the tokenizer.ggml.* keys (docs/tokenizer.md) into a vocab.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-// Vocabulary validation and the lookup tables; decoding (spec §7.1, detokenise).
+// Vocabulary validation and the lookup tables; decoding (docs/tokenizer.md).
 #include "tokenizer/tokenizer.hpp"
 
 #include <algorithm>

@@ -35,8 +35,9 @@ public:
     const vocab& vocabulary() const noexcept;
     int32_t n_tokens() const noexcept;
 
-    // SPM semantics of spec §7.1 with special = false: a leading space is added to non-empty
-    // text; "" gives [] (or [BOS] when add_bos). Never throws on any UTF-8 or invalid bytes.
+    // SPM encoding (docs/tokenizer.md), llama.cpp's special = false: a leading space is added to
+    // non-empty text; "" gives [] (or [BOS] when add_bos). Never throws on any UTF-8 or invalid
+    // bytes.
     std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
 
     // Text of one token as it appears in output: U+2581 -> ' ', byte tokens -> their raw byte,

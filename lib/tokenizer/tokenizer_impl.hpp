@@ -36,7 +36,7 @@ struct vocab_tables {
 
 struct tokenizer::impl : vocab_tables {};
 
-// SPM encoding of spec §7.1 (special = false, so with the leading space) appended to `out`.
+// SPM encoding (docs/tokenizer.md: with the leading space) appended to `out`.
 void spm_encode(const vocab_tables& t, std::string_view text, std::vector<int32_t>& out);
 
 } // namespace pi
