@@ -332,7 +332,7 @@ def test_corrupt_zip_member(tmp_path: Path, tiny: TinyModel, capsys: pytest.Capt
     data = path.read_bytes()
     at = data.index(b"OrderedDict")
     path.write_bytes(data[:at] + b"o" + data[at + 1 :])  # the CRC no longer matches
-    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: corrupt zip archive (Bad CRC-32")
+    run_fails(capsys, tmp_path, [str(tiny.folder), str(tiny.predictor_dir)], f"{path}: model_0/data.pkl: corrupt zip archive (bad CRC-32")
 
 
 # ---------------------------------------------------------------- values and vocabularies

@@ -1,5 +1,6 @@
 // powerinfer._powerinfer: the C API of libpowerinfer for the `powerinfer` package, which adds
-// the documented Python classes on top. Only powerinfer.h is used.
+// the documented Python classes on top. Only powerinfer.h is used, except by torch_reader.cpp,
+// which links lib/formats (not part of the C API) for the converter.
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -14,6 +15,8 @@
 namespace pi::python {
 // quantize.cpp
 void bind_quantize(pybind11::module_& m);
+// torch_reader.cpp
+void bind_torch_reader(pybind11::module_& m);
 } // namespace pi::python
 
 namespace py = pybind11;
@@ -90,6 +93,7 @@ PYBIND11_MODULE(_powerinfer, m) {
     bind_generation(m);
     bind_context(m);
     bind_quantize(m);
+    bind_torch_reader(m);
     m.def("version", [] { return std::string(pi_version()); });
     m.def("system_info", [] { return std::string(pi_system_info()); });
     m.def("status_str",

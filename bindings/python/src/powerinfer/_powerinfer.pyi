@@ -21,6 +21,9 @@ def model_quantize(
     keep_predictor: bool = False,
     progress: Optional[Callable[[float], object]] = None,
 ) -> None: ...
+def read_torch_checkpoint(
+    path: bytes, max_pickle_bytes: int = ...
+) -> list[tuple[str, str, tuple[int, ...], tuple[int, ...], int, int, bool]]: ...
 
 class _Model:
     def __init__(
