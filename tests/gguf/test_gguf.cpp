@@ -367,9 +367,32 @@ TEST_CASE("a failed write throws io and leaves no temporary file") {
     CHECK(gguf::file::open(dir + "/ok.gguf")->get_u32("a") == 1);
 }
 
-TEST_CASE("the real Llama SPM vocabulary file loads") {
-    if (!test::require_data_file("ggml-vocab-llama-spm.gguf")) return;
-    const auto f = gguf::file::open(test::data_dir() + "/ggml-vocab-llama-spm.gguf");
+TEST_CASE("the fixture's vocabulary-only file loads: tokenizer keys and no tensors") {
+    const auto f = gguf::file::open(test::fixture_vocab_path());
+    CHECK(f->version() == 3);
+    CHECK_FALSE(f->sparse());
+    CHECK(f->tensors().empty());
+    CHECK(f->get_string("general.architecture") == "llama");
+    CHECK(f->get_string("general.name") == "relu-llama-kjv");
+    CHECK(f->get_string("tokenizer.ggml.model") == "llama");
+    const auto tokens = f->get_string_array("tokenizer.ggml.tokens");
+    REQUIRE(tokens.size() == 4096);
+    CHECK(tokens[0] == "<unk>");
+    CHECK(tokens[1] == "<s>");
+    CHECK(tokens[2] == "</s>");
+    CHECK(tokens[13] == "<0x0A>");
+    CHECK(f->get_f32_array("tokenizer.ggml.scores").size() == 4096);
+    CHECK(f->get_i32_array("tokenizer.ggml.token_type").size() == 4096);
+    CHECK(f->get_u32("tokenizer.ggml.bos_token_id") == 1);
+    CHECK(f->get_u32("tokenizer.ggml.eos_token_id") == 2);
+    CHECK(f->get_u32("tokenizer.ggml.unknown_token_id") == 0);
+    for (const auto& [key, value] : f->metadata())
+        CHECK_MESSAGE((key.starts_with("tokenizer.") || key.starts_with("general.")), key);
+}
+
+TEST_CASE("the Llama SPM vocabulary file of the tokenizer vectors loads") {
+    if (!test::require_vector_file("ggml-vocab-llama-spm.gguf")) return;
+    const auto f = gguf::file::open(test::vector_data_dir() + "/ggml-vocab-llama-spm.gguf");
     CHECK(f->version() == 3);
     CHECK_FALSE(f->sparse());
     CHECK(f->tensors().empty());
@@ -387,9 +410,9 @@ TEST_CASE("the real Llama SPM vocabulary file loads") {
     CHECK(f->get_u32("tokenizer.ggml.unknown_token_id") == 0);
 }
 
-TEST_CASE("the real Falcon BPE vocabulary file loads") {
-    if (!test::require_data_file("ggml-vocab-falcon.gguf")) return;
-    const auto f = gguf::file::open(test::data_dir() + "/ggml-vocab-falcon.gguf");
+TEST_CASE("the Falcon BPE vocabulary file of the tokenizer vectors loads") {
+    if (!test::require_vector_file("ggml-vocab-falcon.gguf")) return;
+    const auto f = gguf::file::open(test::vector_data_dir() + "/ggml-vocab-falcon.gguf");
     CHECK((f->version() == 2 || f->version() == 3));
     CHECK(f->tensors().empty());
     CHECK(f->get_string("general.architecture") == "falcon");

@@ -11,7 +11,9 @@
 
 namespace pi::test {
 
-inline const std::vector<int32_t> hybrid_prompt = {1, 450, 4996, 17354, 1701, 29916, 432, 17204};
+// BOS and the first tokens of "In the beginning God created the heaven and the earth." in the
+// fixture's vocabulary (its line in tests/data/relu-llama-kjv.vocab.gguf.out).
+inline const std::vector<int32_t> hybrid_prompt = {1, 1064, 261, 2096, 395, 3588, 261, 740};
 
 // The logits after the prompt and after each of the n_new tokens that follow it. With `tokens`
 // empty the run is greedy and appends its tokens there; otherwise it decodes those tokens.

@@ -18,10 +18,6 @@ using namespace pi;
 
 namespace {
 
-bool have_vocab() {
-    return test::require_data_file("ggml-vocab-llama-spm.gguf");
-}
-
 const std::string& model_path() {
     static const std::string path = test::write_tiny_model(
         test::scratch_dir("hybrid"), "sparse.gguf", test::tiny_model_options(true));
@@ -94,7 +90,6 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("hybrid inference gives the CPU-only tokens at 0%, 30%, 70% and 100% of the FFN on the "
           "device") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     std::vector<float> cpu_logits;
     const auto expected = greedy(*m, nullptr, 10, &cpu_logits);
@@ -108,7 +103,6 @@ TEST_CASE("hybrid inference gives the CPU-only tokens at 0%, 30%, 70% and 100% o
 }
 
 TEST_CASE("dense blocks on the device give the CPU-only tokens, with the KV cache on either side") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     std::vector<float> cpu_logits;
     const auto expected = greedy(*m, nullptr, 10, &cpu_logits);
@@ -127,7 +121,6 @@ TEST_CASE("dense blocks on the device give the CPU-only tokens, with the KV cach
 
 TEST_CASE("a mixed placement (some layers' blocks on the device, output on the CPU) gives the "
           "CPU-only tokens") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     const auto expected = greedy(*m, nullptr, 8);
     offload_placement p = with_dense(*m, 0.5, 64);
@@ -143,7 +136,6 @@ TEST_CASE("a mixed placement (some layers' blocks on the device, output on the C
 }
 
 TEST_CASE("a context larger than the reserved KV cache keeps its KV cache on the host") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     offload off(*m, cpu_device(), with_dense(*m, 0.5, 32));
     context_options co;
@@ -157,7 +149,6 @@ TEST_CASE("a context larger than the reserved KV cache keeps its KV cache on the
 }
 
 TEST_CASE("decoding with an offload device can be cancelled between layers and then resumed") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
     context_options co;
@@ -178,7 +169,6 @@ TEST_CASE("decoding with an offload device can be cancelled between layers and t
 }
 
 TEST_CASE("the device holds exactly the gathered hot rows within its capacity") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     const auto hot = hot_sets(*m, 0.5);
     offload off(*m, cpu_device(size_t(8) << 20), ffn_only(*m, 0.5));
@@ -192,7 +182,6 @@ TEST_CASE("the device holds exactly the gathered hot rows within its capacity") 
 }
 
 TEST_CASE("a device too small for the hot rows is an out-of-memory error, not a crash") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     try {
         offload off(*m, cpu_device(4096), ffn_only(*m, 1.0));
@@ -203,7 +192,6 @@ TEST_CASE("a device too small for the hot rows is an out-of-memory error, not a 
 }
 
 TEST_CASE("bad hot sets are rejected") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     auto p = ffn_only(*m, 0.1);
     p.hot[0].push_back(100000);
@@ -221,7 +209,6 @@ TEST_CASE("bad hot sets are rejected") {
 }
 
 TEST_CASE("the planner's budget holds for everything the device allocates, at several budgets") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     const hparams& h = m->hp();
     constexpr int32_t n_ctx = 64;
@@ -283,7 +270,6 @@ TEST_CASE("the planner's budget holds for everything the device allocates, at se
 }
 
 TEST_CASE("a cached GPU index is reused for the same model and budget and ignored after a reset") {
-    if (!have_vocab()) return;
     const auto m = model::load(model_path(), load_options{});
     offload_request r;
     r.model_path = test::scratch_dir("hybrid_cache") + "/model.gguf";

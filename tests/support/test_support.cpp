@@ -7,22 +7,24 @@
 
 namespace pi::test {
 
-std::string data_dir() {
+std::string vector_data_dir() {
     if (const char* env = std::getenv("PI_TEST_DATA"); env && *env) return env;
     return PI_TEST_DATA_DIR;
 }
 
-bool require_data_file(const std::string& file) {
-    const std::filesystem::path p = std::filesystem::path(data_dir()) / file;
+bool require_vector_file(const std::string& file) {
+    const std::filesystem::path p = std::filesystem::path(vector_data_dir()) / file;
     if (std::filesystem::exists(p)) return true;
     const char* ci = std::getenv("CI");
     if (ci && std::string(ci) == "true") {
-        FAIL("shared test data missing under CI: " << p.string());
+        FAIL("tokenizer vectors missing under CI: " << p.string());
     } else {
-        MESSAGE("SKIPPED: shared test data not found: " << p.string());
+        MESSAGE("SKIPPED: tokenizer vectors not found: " << p.string());
     }
     return false;
 }
+
+std::string fixture_vocab_path() { return PI_TEST_FIXTURE_VOCAB; }
 
 std::string scratch_dir(const std::string& name) {
     const std::filesystem::path p = std::filesystem::path(PI_TEST_BINARY_DIR) / "scratch" / name;
@@ -45,7 +47,7 @@ synth_options tiny_model_options(bool sparse) {
     o.n_ctx_train = 256;
     o.sparse = sparse;
     o.seed = 7;
-    o.vocab_path = (std::filesystem::path(data_dir()) / "ggml-vocab-llama-spm.gguf").string();
+    o.vocab_path = fixture_vocab_path();
     return o;
 }
 

@@ -4,11 +4,15 @@
 
 namespace pi::test {
 
-// Folder of the shared tokenizer vectors: env PI_TEST_DATA, else the CMake cache value.
-std::string data_dir();
-// True when data_dir() holds `file`. When it does not: under CI=true the calling test fails,
-// otherwise it is reported as skipped (doctest MESSAGE) and the caller returns.
-bool require_data_file(const std::string& file);
+// Folder of the Llama and Falcon tokenizer vectors, which the repository does not hold
+// (docs/test-data.md): env PI_TEST_DATA, else the CMake cache value POWERINFER_TEST_DATA_DIR.
+std::string vector_data_dir();
+// True when vector_data_dir() holds `file`. When it does not: under CI=true the calling test
+// fails, otherwise it is reported as skipped (doctest MESSAGE) and the caller returns.
+bool require_vector_file(const std::string& file);
+// The really-trained fixture's vocabulary-only GGUF, tests/data/relu-llama-kjv.vocab.gguf
+// (4096 SentencePiece tokens, docs/fixture.md): always present.
+std::string fixture_vocab_path();
 // A fresh, empty scratch folder for the calling test, under the build tree.
 std::string scratch_dir(const std::string& name);
 
@@ -17,11 +21,11 @@ std::string scratch_dir(const std::string& name);
 #include <functional>
 
 #include "gguf/gguf.hpp"
-#include "model/synthetic.hpp"
+#include "synthetic/synthetic.hpp"
 
 namespace pi::test {
 
-// Options for a tiny synthetic model over the shared Llama vocabulary (n_embd 64, 2 layers).
+// Options for a tiny synthetic model over the fixture's vocabulary (n_embd 64, 2 layers).
 synth_options tiny_model_options(bool sparse = true);
 // Writes a tiny model into `dir` (cached by file name within one test run) and returns its path.
 std::string write_tiny_model(const std::string& dir, const std::string& name, const synth_options& o);
