@@ -31,12 +31,12 @@ EXPECTED_FIELDS = {
 ARRAYS = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}
 
 
-# (block size, bytes per block) of the ggml type ids 0..15 in POWERINFER-SPEC.md section 1.4.
+# (block size, bytes per block) of the ggml type ids 0..15 (docs/quantization.md, the type table).
 # Ids 16..18 (I8/I16/I32 in PowerInfer's ggml) are IQ quants in current gguf-py, so the samples
 # hold no tensor of those types.
-SPEC_TYPE_SIZES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
-                   8: (32, 34), 9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144),
-                   13: (256, 176), 14: (256, 210), 15: (256, 292)}
+TYPE_SIZES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
+              8: (32, 34), 9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+              13: (256, 176), 14: (256, 210), 15: (256, 292)}
 
 
 def fail(message):
@@ -98,10 +98,10 @@ def check_tensors(reader, alignment):
 
 def main():
     dense, sparse = Path(sys.argv[1]), Path(sys.argv[2])
-    for type_id, sizes in SPEC_TYPE_SIZES.items():
+    for type_id, sizes in TYPE_SIZES.items():
         if GGML_QUANT_SIZES[GGMLQuantizationType(type_id)] != sizes:
             fail(f"gguf-py type {type_id} sizes {GGML_QUANT_SIZES[GGMLQuantizationType(type_id)]}"
-                 f" differ from the spec's {sizes}")
+                 f" differ from ours, {sizes}")
     if dense.read_bytes()[:4] != b"GGUF" or sparse.read_bytes()[:4] != b"PWRI":
         fail("magics are not GGUF / PWRI")
     reader = GGUFReader(dense)

@@ -158,7 +158,7 @@ TEST_CASE("the KV cache is placed only after every dense group, before the FFN")
     plan p = make_plan(in);
     CHECK(p.output_on_device);
     CHECK_FALSE(p.kv_on_device);
-    // The FFN still gets the remainder (spec §5.1 step 4 needs only the dense part).
+    // The FFN still gets the remainder: it needs only the dense groups to fit (docs/planner.md).
     CHECK(p.bytes_ffn > 0);
     CHECK(p.bytes_total <= in.budget);
 

@@ -1,5 +1,5 @@
-// The ggml type table (spec §1.4) and the F16 <-> F32 conversions, checked exhaustively against
-// the IEEE binary16 definition.
+// The ggml type table (docs/quantization.md) and the F16 <-> F32 conversions, checked
+// exhaustively against the IEEE binary16 definition.
 #include "quant/types.hpp"
 
 #include <doctest/doctest.h>

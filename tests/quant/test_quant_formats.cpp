@@ -1,6 +1,7 @@
-// The ggml block formats (spec §1.4): hand-computed blocks for every format, including codes that
-// fall exactly on .5 boundaries, all-zero blocks and scales beyond the binary16 range; the
-// dequantizers on those blocks; the table dispatch; and round-trip error bounds on random data.
+// The ggml block formats (docs/quantization.md): hand-computed blocks for every format, including
+// codes that fall exactly on .5 boundaries, all-zero blocks and scales beyond the binary16 range;
+// the dequantizers on those blocks; the table dispatch; and round-trip error bounds on random
+// data.
 // (quant_gguf_py_crosscheck compares the same code with gguf-py on 4096 blocks per format.)
 #include "quant/blocks.hpp"
 #include "quant/quantize.hpp"

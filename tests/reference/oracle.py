@@ -1,7 +1,7 @@
 """Plain NumPy forward pass of llama/bamboo PowerInfer GGUF files: the reference for the engine.
 
-Semantics follow POWERINFER-SPEC.md §3, §4.1 and §6.1: RMSNorm, RoPE mode 0 (adjacent pairs),
-grouped-query causal attention, and an FFN that is either
+Semantics follow docs/forward-pass.md: RMSNorm, RoPE mode 0 (adjacent pairs), grouped-query
+causal attention, and an FFN that is either
   sparse (PWRI file): neuron i of token t is computed iff fc2·relu(fc1·h_t) >= threshold, where
       h_t is the residual before ffn_norm; a = relu(gate·xn)⊙(up·xn) for llama and
       relu(gate·xn)⊙relu(up·xn) for bamboo; y = Σ_active a_i · ffn_down_t[i]
