@@ -1,13 +1,12 @@
-"""Fixtures: a tiny synthetic model over the real Llama vocabulary, made once per session.
+"""Fixtures: a tiny synthetic model over a real vocabulary, made once per session.
 
 The suite tests the installed `powerinfer` package; run it from outside the source tree.
-The vocabulary comes from $PI_TEST_DATA or ../shared/data beside the repository; without it the
-tests are skipped, except under CI=true where that is a failure.
+The vocabulary is the really-trained fixture's own SentencePiece vocabulary, 4096 tokens, kept in
+the repository as tests/data/relu-llama-kjv.vocab.gguf (docs/fixture.md, docs/test-data.md).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator
 
@@ -16,7 +15,7 @@ import pytest
 import powerinfer
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-VOCAB_NAME = "ggml-vocab-llama-spm.gguf"
+VOCAB = REPO_ROOT / "tests" / "data" / "relu-llama-kjv.vocab.gguf"
 # Small enough for fast tests (about 3 ms per token with scalar kernels), real vocabulary.
 TINY = dict(n_embd=64, n_layer=2, n_head=4, n_ff=176, seed=7)
 
@@ -25,20 +24,9 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"powerinfer {powerinfer.__version__} from {Path(powerinfer.__file__).parent}"
 
 
-def _data_dir() -> Path:
-    given = os.environ.get("PI_TEST_DATA")
-    return Path(given) if given else REPO_ROOT.parent / "shared" / "data"
-
-
 @pytest.fixture(scope="session")
 def vocab_path() -> Path:
-    path = _data_dir() / VOCAB_NAME
-    if not path.is_file():
-        message = f"{path} is missing (set PI_TEST_DATA to the folder holding {VOCAB_NAME})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return VOCAB
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,9 @@ import pytest
 
 import powerinfer
 
-PROMPT = "Once upon a time"
-# Far more work than the interrupts below wait for: seconds of decoding on any machine.
+# Greedy decoding of the tiny model from this prompt runs for LONG tokens without meeting EOS
+# (about half a second of decoding): far more work than the interrupts below wait for.
+PROMPT = "In the beginning"
 LONG = 2000
 
 

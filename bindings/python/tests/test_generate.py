@@ -25,7 +25,9 @@ def test_greedy_generation_equals_the_cli(model_path: Path, model: powerinfer.Mo
         capture_output=True, check=True, timeout=120)
     with model.create_context(n_threads=2) as ctx:
         text = ctx.generate(PROMPT, max_tokens=n, temperature=0)
-    assert run.stdout.decode() == PROMPT + text + "\n"
+    # The tiny model's random weights can emit byte tokens that are not valid UTF-8; the binding
+    # hands such bytes over as U+FFFD, so the CLI's bytes are read the same way.
+    assert run.stdout.decode(errors="replace") == PROMPT + text + "\n"
 
 
 def test_streaming_yields_the_text_of_generate(ctx: powerinfer.Context) -> None:
@@ -123,7 +125,7 @@ def test_a_logits_view_shows_the_latest_eval(ctx: powerinfer.Context) -> None:
 
 
 def test_generate_resets_the_logits(ctx: powerinfer.Context) -> None:
-    ctx.eval([1, 15043])
+    ctx.eval([1, 300])
     ctx.generate(PROMPT, max_tokens=2, temperature=0)
     with pytest.raises(powerinfer.InvalidArgumentError, match="eval"):
         ctx.logits()

@@ -16,7 +16,7 @@ def test_info_describes_the_synthetic_model(model: powerinfer.Model) -> None:
     assert info.architecture == "llama"
     assert (info.n_embd, info.n_layer, info.n_head, info.n_head_kv, info.n_ff) == (
         TINY["n_embd"], TINY["n_layer"], TINY["n_head"], TINY["n_head"], TINY["n_ff"])
-    assert info.n_vocab == model.n_vocab == 32000
+    assert info.n_vocab == model.n_vocab == 4096
     assert info.sparse and info.sparse_inference
     assert info.ffn_activation == "relu"
     assert len(info.predictor_rank) == info.n_layer and all(r > 0 for r in info.predictor_rank)

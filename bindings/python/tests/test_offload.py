@@ -14,7 +14,7 @@ import pytest
 
 import powerinfer
 
-# Fits the tiny model whole: two 8 MB vocabulary matrices, small layers, the KV cache below.
+# Fits the tiny model whole: two 1 MB vocabulary matrices, small layers, the KV cache below.
 BUDGET = 32 * 2**20
 KV_N_CTX = 64
 
