@@ -17,8 +17,10 @@
 #   POWERINFER_CUDA_ARCHITECTURES   CUDA architectures to build (default: this GPU's, from
 #                                   nvidia-smi; else the project's list)
 #   PI_GPU_CHECK_MODEL              model for steps 3 and 4 (default: a synthetic F16 model made
-#                                   by pi-make-model, shaped like a 1.1B Llama, from the
-#                                   vocabulary in PI_TEST_DATA or ../shared/data)
+#                                   by pi-make-model with the layers of a 1.1B Llama, over
+#                                   the vocabulary PI_GPU_CHECK_VOCAB names)
+#   PI_GPU_CHECK_VOCAB              vocabulary-only GGUF of that model (default: the fixture's,
+#                                   tests/data/relu-llama-kjv.vocab.gguf, 4096 tokens)
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -110,7 +112,7 @@ fi
 
 model=${PI_GPU_CHECK_MODEL:-}
 if [[ -z $model ]] && [[ -x $build/tools/pi-make-model/pi-make-model ]]; then
-    vocab=${PI_TEST_DATA:-$PWD/../shared/data}/ggml-vocab-llama-spm.gguf
+    vocab=${PI_GPU_CHECK_VOCAB:-$PWD/tests/data/relu-llama-kjv.vocab.gguf}
     model=$build/gpu-check-model.gguf
     if [[ ! -f $model ]] && [[ -f $vocab ]]; then
         "$build/tools/pi-make-model/pi-make-model" -o "$model" --vocab "$vocab" --f16 \
