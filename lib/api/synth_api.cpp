@@ -1,6 +1,6 @@
 #include "api/api_support.hpp"
 #include "api/handles.hpp"
-#include "model/synthetic.hpp"
+#include "synthetic/synthetic.hpp"
 
 using namespace pi;
 using pi::api::guard;

@@ -1,0 +1,72 @@
+#include "synthetic/matrix.hpp"
+
+#include <array>
+#include <cmath>
+
+namespace pi::synth {
+
+void matrix::scale(float s) {
+    for (float& v : data)
+        v *= s;
+}
+
+void matrix::zero_column(int64_t j) {
+    for (int64_t i = 0; i < rows; ++i)
+        at(i, j) = 0.0f;
+}
+
+matrix gaussian(int64_t rows, int64_t cols, double stddev, rng r) {
+    matrix m(rows, cols);
+    for (float& v : m.data)
+        v = static_cast<float>(stddev * r.normal());
+    return m;
+}
+
+matrix rademacher(int64_t rows, int64_t cols, rng r) {
+    matrix m(rows, cols);
+    for (float& v : m.data)
+        v = r.sign();
+    return m;
+}
+
+matrix transpose(const matrix& m) {
+    matrix t(m.cols, m.rows);
+    for (int64_t i = 0; i < m.rows; ++i)
+        for (int64_t j = 0; j < m.cols; ++j)
+            t.at(j, i) = m.at(i, j);
+    return t;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    // Eight partial sums let the compiler vectorise without reassociating a single sum.
+    std::array<float, 8> acc{};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int64_t k = 0; k < 8; ++k)
+            acc[static_cast<size_t>(k)] += a[i + k] * b[i + k];
+    float sum = 0.0f;
+    for (float v : acc)
+        sum += v;
+    for (; i < n; ++i)
+        sum += a[i] * b[i];
+    return sum;
+}
+
+matrix project(const matrix& x, const matrix& w) {
+    matrix y(x.rows, w.rows);
+    for (int64_t r = 0; r < w.rows; ++r)
+        for (int64_t t = 0; t < x.rows; ++t)
+            y.at(t, r) = dot(w.row(r), x.row(t), w.cols);
+    return y;
+}
+
+double rms_without_channel0(const matrix& m) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < m.rows; ++i)
+        for (int64_t j = 1; j < m.cols; ++j)
+            sum += static_cast<double>(m.at(i, j)) * m.at(i, j);
+    const auto n = static_cast<double>(m.rows * (m.cols - 1));
+    return n > 0.0 ? std::sqrt(sum / n) : 0.0;
+}
+
+} // namespace pi::synth

@@ -1,0 +1,141 @@
+// Synthetic PowerInfer models: random weights built so that the FFN reaches a chosen activation
+// sparsity with power-law skewed neurons and an exact predictor (docs/synthetic-models.md).
+// The model is built layer by layer; the engine runs each layer over calibration tokens, and
+// what it computes sets the layer's gate biases and output scales, so the statistics hold at
+// every depth.
+#include "synthetic/synthetic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf.hpp"
+#include "synthetic/calibration.hpp"
+#include "synthetic/construction.hpp"
+#include "synthetic/gguf_output.hpp"
+#include "synthetic/options.hpp"
+
+namespace pi {
+namespace {
+
+using namespace synth;
+
+// The factor that gives `out` (without the constant channel) the RMS `target`.
+float scale_to_rms(const matrix& out, double target) {
+    const double rms = rms_without_channel0(out);
+    return static_cast<float>(rms > 0.0 ? target / rms : 1.0);
+}
+
+// The FFN block's contribution to the residual: sum over neurons of activation_i · ffn_down_t
+// row i, for every token.
+matrix ffn_output(const matrix& activation, const matrix& down_t) {
+    matrix out(activation.rows, down_t.cols);
+    for (int64_t t = 0; t < activation.rows; ++t) {
+        float* y = out.row(t);
+        for (int64_t i = 0; i < activation.cols; ++i) {
+            const float a = activation.at(t, i);
+            if (a == 0.0f) continue; // an inactive neuron adds nothing
+            const float* down = down_t.row(i);
+            for (int64_t j = 0; j < down_t.cols; ++j)
+                y[j] += a * down[j];
+        }
+    }
+    return out;
+}
+
+// h + factor·delta, row by row.
+matrix add_scaled(const matrix& h, const matrix& delta, float factor) {
+    matrix sum = h;
+    for (size_t i = 0; i < sum.data.size(); ++i)
+        sum.data[i] += factor * delta.data[i];
+    return sum;
+}
+
+matrix rows_of(const matrix& m, const std::vector<int64_t>& ids) {
+    matrix picked(static_cast<int64_t>(ids.size()), m.cols);
+    for (size_t t = 0; t < ids.size(); ++t)
+        std::copy_n(m.row(ids[t]), m.cols, picked.row(static_cast<int64_t>(t)));
+    return picked;
+}
+
+double rms(const matrix& m) {
+    double sum = 0.0;
+    for (float v : m.data)
+        sum += static_cast<double>(v) * v;
+    return m.data.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(m.data.size()));
+}
+
+// Calibrates one layer against `h`, the residual entering it, and returns the residual leaving
+// it. Two engine runs: the first, with the attention output unscaled, measures what the
+// attention block adds; the second, with that scale and the fitted gate, gives the activations
+// that set the scale of the FFN output.
+matrix calibrate_layer(layer_weights& lw, const matrix& h, const layer_probe& probe,
+                       const synth_options& o, const geometry& g, int64_t layer) {
+    const layer_observation first = probe.run(h, lw);
+    const matrix attention = add_scaled(first.input, h, -1.0f);
+    const float attn_factor = scale_to_rms(attention, attn_output_rms);
+    lw.attn_output.scale(attn_factor);
+    fit_gate(lw, add_scaled(h, attention, attn_factor), o, g, layer);
+
+    const layer_observation second = probe.run(h, lw);
+    const matrix ffn = ffn_output(second.activation, lw.ffn_down_t);
+    const float ffn_factor = scale_to_rms(ffn, ffn_output_rms);
+    lw.ffn_down_t.scale(ffn_factor);
+    return add_scaled(second.input, ffn, ffn_factor);
+}
+
+} // namespace
+
+void write_synthetic_model(const synth_options& options, const std::string& out_path) {
+    validate(options);
+    if (out_path.empty()) bad_option("output path is empty");
+    const std::unique_ptr<gguf::file> vocab = gguf::file::open(options.vocab_path);
+    const auto n_vocab =
+        static_cast<int64_t>(vocab->get_string_array("tokenizer.ggml.tokens").size());
+    if (n_vocab == 0) fail(status::format, options.vocab_path, ": tokenizer.ggml.tokens is empty");
+    const geometry g = make_geometry(options, n_vocab);
+    check_size(g);
+
+    gguf::writer w(options.sparse);
+    add_metadata(w, options, g);
+    for (const auto& [key, v] : vocab->metadata())
+        if (std::string_view(key).starts_with("tokenizer.")) w.set(key, v);
+
+    const std::vector<int64_t> calibration_ids = calibration_token_ids(options, g);
+    matrix h;
+    {
+        const matrix embd = token_embedding(options, g);
+        h = rows_of(embd, calibration_ids);
+        add_matrix(w, "token_embd.weight", embd, options.weight_type);
+    }
+
+    const layer_probe probe(options, g, out_path);
+    layer_weights last;
+    matrix entering_last;
+    for (int64_t layer = 0; layer < g.n_layer; ++layer) {
+        layer_weights lw = draw_layer(options, g, layer);
+        matrix leaving = calibrate_layer(lw, h, probe, options, g, layer);
+        add_layer(w, lw, layer, options.weight_type, options.sparse);
+        if (layer + 1 == g.n_layer) {
+            last = std::move(lw);
+            entering_last = std::move(h);
+        }
+        h = std::move(leaving);
+    }
+
+    // The output scale from the engine's logits: the last layer again, now complete, followed
+    // by the head restricted to the rows of the calibration tokens.
+    const std::vector<float> out_norm = output_norm_weights(options, g);
+    matrix output = unscaled_output(options, g);
+    const matrix head_rows = rows_of(output, calibration_ids);
+    const probe_head head{out_norm, head_rows};
+    const double logits = rms(probe.run(entering_last, last, &head).logits);
+    output.scale(static_cast<float>(logit_rms / std::max(1e-6, logits)));
+    add_vector(w, "output_norm.weight", out_norm);
+    add_matrix(w, "output.weight", output, options.weight_type);
+    w.write(out_path);
+}
+
+} // namespace pi
