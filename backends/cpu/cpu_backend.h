@@ -3,7 +3,7 @@
 #ifndef PIB_CPU_BACKEND_H
 #define PIB_CPU_BACKEND_H
 
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 #ifdef __cplusplus
 extern "C" {

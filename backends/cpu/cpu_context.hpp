@@ -1,7 +1,7 @@
 #pragma once
 // The state behind the CPU backend's void* ctx and the definition of its buffers.
-#include "backend/backend.h"
 #include "cpu_simd.hpp"
+#include "pib_backend.h"
 
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/task_arena.h>

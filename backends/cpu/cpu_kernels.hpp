@@ -1,10 +1,10 @@
 #pragma once
-// The CPU kernels, one declaration per vtable entry (semantics: lib/backend/backend.h). They
+// The CPU kernels, one declaration per vtable entry (semantics: pib_backend.h). They
 // validate every argument before writing anything, then run the fast kernels (fast_kernels.hpp)
 // when the context has an instruction-set table and the scalar reference loops otherwise. They
 // may throw only std::bad_alloc (the vtable wrapper turns exceptions into status codes).
-#include "backend/backend.h"
 #include "cpu_context.hpp"
+#include "pib_backend.h"
 
 namespace pi::cpu {
 

@@ -1,7 +1,7 @@
 #include "cpu_tensor.hpp"
 
-#include "backend/tensor_extent.h"
 #include "cpu_context.hpp"
+#include "pib_tensor_extent.h"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Checked access to pib_tensor views for the CPU kernels: every kernel turns its arguments into
 // `view`s first, so a bad shape, stride, offset or type is an error code and never a wild read.
-#include "backend/backend.h"
+#include "pib_backend.h"
 #include "quant/types.hpp"
 
 #include <cstddef>

@@ -14,8 +14,8 @@
 //
 // The accumulates take rows of any weight type W: float, uint16_t (F16) or a quantized block,
 // read a vector of columns at a time, quantized rows a block at a time (32-column aligned ranges).
-#include "backend/backend.h"
 #include "cpu_simd.hpp"
+#include "pib_backend.h"
 #include "simd_quant_impl.hpp"
 
 #include <cstddef>

@@ -1,9 +1,9 @@
 // The GPU backend's vtable: device facts, device-memory buffers, the stream, the fault flag,
 // and the door from the C function pointers to the kernels.
-#include "backend/tensor_extent.h"
 #include "gpu_backend.hpp"
 #include "gpu_dispatch.hpp"
 #include "gpu_kernels.hpp"
+#include "pib_tensor_extent.h"
 
 #include <cstdio>
 #include <memory>

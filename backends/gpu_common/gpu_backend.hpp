@@ -1,6 +1,6 @@
 #pragma once
 // The GPU backend instance, for the module entry points (gpu_module.cu).
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 #include <cstddef>
 #include <cstdint>

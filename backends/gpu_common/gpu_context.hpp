@@ -1,8 +1,8 @@
 #pragma once
 // The state behind the GPU backend's void* ctx, its buffers, and the checked tensor views the
 // kernels receive. Shared by every kernel file (CUDA, HIP and the CPU simulation).
-#include "backend/backend.h"
 #include "gpu_runtime.hpp"
+#include "pib_backend.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU kernels, one host entry per vtable slot (semantics: lib/backend/backend.h). Each
+// The GPU kernels, one host entry per vtable slot (semantics: pib_backend.h). Each
 // validates its arguments on the host, launches on the context's stream and returns without
 // waiting. Index values live in device memory, so a bad index is caught by the kernel, which
 // skips it and raises the context's fault flag (reported by synchronize).

@@ -1,8 +1,8 @@
-// The module door (lib/backend/module.h): what the core calls after dlopen. Turns "no driver"
+// The module door (pib_module.h): what the core calls after dlopen. Turns "no driver"
 // and "no device" into reasons the core can show in pi_system_info.
-#include "backend/module.h"
 #include "gpu_backend.hpp"
 #include "gpu_runtime.hpp"
+#include "pib_module.h"
 
 #include <cstdio>
 

@@ -9,7 +9,11 @@ set(PI_GPU_SOURCES
   ${PI_GPU_COMMON_DIR}/kernels_matmul.cu
   ${PI_GPU_COMMON_DIR}/kernels_norm_rope.cu
   ${PI_GPU_COMMON_DIR}/kernels_sparse.cu)
-set(PI_GPU_INCLUDE_DIRS ${PROJECT_SOURCE_DIR}/lib ${PI_GPU_COMMON_DIR})
+# Only the backend interface, lib/quant's headers and this folder (backends/CMakeLists.txt); as
+# plain folders, because backends/hip passes them to hipcc itself.
+get_target_property(_pi_gpu_interface_dirs powerinfer_backend_interface INTERFACE_INCLUDE_DIRECTORIES)
+get_target_property(_pi_gpu_quant_dirs powerinfer_quant_headers INTERFACE_INCLUDE_DIRECTORIES)
+set(PI_GPU_INCLUDE_DIRS ${_pi_gpu_interface_dirs} ${_pi_gpu_quant_dirs} ${PI_GPU_COMMON_DIR})
 set(PI_GPU_EXPORTS_MAP ${PI_GPU_COMMON_DIR}/module_exports.map)
 # Modules sit next to libpowerinfer.so, where the core looks for them.
 set(PI_GPU_MODULE_DIR ${PROJECT_BINARY_DIR}/lib)

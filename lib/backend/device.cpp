@@ -1,6 +1,6 @@
 #include "backend/device.hpp"
 
-#include "cpu/cpu_backend.h"
+#include "pib_builtin.h"
 
 namespace pi {
 
@@ -20,8 +20,10 @@ void buffer::reset() noexcept {
 }
 
 device device::cpu(int n_threads, size_t memory_capacity) {
+    const pib_builtin_backend* cpu = pib_builtin_backend_find("cpu");
+    if (!cpu) fail(status::internal, "this build has no built-in CPU backend");
     device d;
-    check("creating the CPU backend", pib_cpu_backend_create(n_threads, memory_capacity, &d.be_));
+    check("creating the CPU backend", cpu->create(n_threads, memory_capacity, &d.be_));
     return d;
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "backend/backend.h"
+#include "pib_backend.h"
 #include "quant/types.hpp"
 #include "support/error.hpp"
 

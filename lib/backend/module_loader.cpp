@@ -1,7 +1,7 @@
 #include "backend/module_loader.hpp"
 
 #include "backend/device.hpp"
-#include "backend/module.h"
+#include "pib_module.h"
 
 #include <dlfcn.h>
 

@@ -2,7 +2,7 @@
 // Architecture registry: what differs between the model families this engine runs.
 #include <string_view>
 
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 namespace pi {
 

@@ -4,7 +4,7 @@
 // data. Each test runs a vtable op on both and compares what comes back.
 //
 // Tolerances are stated as a normalized mean squared error, sum (got - want)^2 / sum want^2:
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 /* Stand-ins for backend modules that the loader must refuse, built with different definitions:
  * FAKE_API_VERSION (a version other than the core's), FAKE_NO_DEVICE (loads, finds nothing),
  * FAKE_NO_SYMBOLS (a shared object without the module door). */
-#include "backend/module.h"
+#include "pib_module.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* The door of a backend module (libpowerinfer-cuda.so, libpowerinfer-hip.so): four C functions
  * the core finds with dlsym (lib/backend/module_loader.cpp). A module includes this header and
- * backend.h, nothing else of the core, and links nothing of it.
+ * pib_backend.h, nothing else of the core, and links nothing of it.
  *
  * The core first calls pib_module_api_version, whose signature never changes, and refuses a
  * module built against another PIB_API_VERSION without calling anything else. The other
@@ -10,7 +10,7 @@
 #ifndef PIB_MODULE_H
 #define PIB_MODULE_H
 
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +22,7 @@ typedef struct pib_module_device {
     size_t memory_free;  /* bytes */
 } pib_module_device;
 
-/* PIB_API_VERSION of the backend.h the module was compiled against. */
+/* PIB_API_VERSION of the pib_backend.h the module was compiled against. */
 typedef uint32_t (*pib_module_api_version_fn)(void);
 /* Devices the module can drive; fails with a reason when there is no driver or no device. */
 typedef int (*pib_module_device_count_fn)(uint32_t api_version, int32_t *count, char *why,

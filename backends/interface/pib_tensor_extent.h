@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
+#include "pib_backend.h"
 
 /* *out = a * b; 0 on overflow. */
 static inline int pib_mul_fits(size_t a, size_t b, size_t *out) {

@@ -1,6 +1,6 @@
 /* The backend vtable: a C struct of function pointers plus a context pointer, so that a
  * backend can live in its own shared object (loaded with dlopen) and the engine can call every
- * kernel through one door. Backends include only this header and lib/quant/types.hpp.
+ * kernel through one door. A backend includes only this folder and lib/quant (docs/backends.md).
  *
  * Conventions
  * - Every function returns a pib_status (0 ok, negative error) unless noted.
