@@ -3,27 +3,21 @@
 // file defines in its own anonymous namespace. Everything here is a member of impl<V>, so every
 // instantiation has internal linkage and no code compiled for one instruction set can be shared
 // with another object file. For the same reason this header calls no standard library function.
-//
-// V provides: vec, lanes, the register-tile shape (tile_rows x tile_tokens for prompt batches,
-// decode_rows for one token, gather_tokens for row-sparse batches) and zero, set1, load, load_n
-// (the first n lanes, the others zero), store, store_n, fma(a, b, c) = a * b + c, add, sub, mul,
-// div, min, max, round_nearest, scale_pow2(p, n) = p * 2^n, sum (horizontal, fixed order),
-// first, ge_mask, prefetch (to L1) and
-// prefetch_far (to L2, for data needed after more than an L1 of other reads); compress_indices
-// and, where true, store_indices; and what simd_quant_impl.hpp lists for quantized weights.
+// What V must provide is the concept quant_vector (simd_vector.hpp).
 //
 // The accumulates take rows of any weight type W: float, uint16_t (F16) or a quantized block,
 // read a vector of columns at a time, quantized rows a block at a time (32-column aligned ranges).
 #include "cpu_simd.hpp"
 #include "pib_backend.h"
 #include "simd_quant_impl.hpp"
+#include "simd_vector.hpp"
 
 #include <cstddef>
 #include <cstdint>
 
 namespace pi::cpu::simd {
 
-template <class V> struct impl {
+template <quant_vector V> struct impl {
     using vec = typename V::vec;
     using Q = quant_impl<V>;
 

@@ -16,25 +16,10 @@
 // int32 sum, the sparse ones (mul_rows_q, mul_rows_batch_q) each group of four codes. Both are
 // exact up to the float work, so the VNNI and non-VNNI tables agree bit for bit.
 //
-// V provides, besides simd_impl.hpp's float operations: ivec; blocks (consecutive blocks of one
-// product per register: one for AVX2, two for AVX-512); vnni; the tile shapes q_tokens (tokens
-// of a dense batch), q_decode (rows of one token, sparse) and q_gather (tokens of one row,
-// sparse); per block of the register, from one pointer each: halves (a binary16 value broadcast
-// to the block's lanes) and, with two blocks per register, nibbles (the 32 codes of 16 packed
-// bytes), fifth_bits (0x10 for each set bit of a Q5 qh word) and join (32 bytes); iload, fload
-// (V::blocks consecutive 32-byte chunks) and iload_first, fload_first (the first chunk, the
-// others zero; AVX-512 only); dot(acc, u, x) (acc + the sums of four products of u * x per
-// 32-bit lane, u unsigned), dot_signed (without VNNI), iadd, cvt (int32 to float), as_float;
-// the shuffles of the transposes and lane sums: unpacklo32, unpackhi32, unpacklo64,
-// unpackhi64, join_lo and join_hi (the even 128-bit lanes of a and b interleaved, or the odd
-// ones), pair_rows (the codes of rows a and a + 8 in register a, AVX-512; of row a, AVX2),
-// from_halves (a register of K blocks' eight lanes) and half_of (the eight floats of block k);
-// and for dequantizing L columns: widen_u8, widen_i8, lane_bits (16 where bit e0 + lane of a
-// word is set), srli, iand, ior, ixor, isub8 (per byte), iset8, iset32, izero, ifirst (the
-// first block's lanes kept, the others zero; AVX-512 only), and table16: whether lookup16 (16
-// floats indexed by the low four bits of each lane) and iota (0 .. 15) exist.
+// What V must provide is the concept quant_vector (simd_vector.hpp).
 #include "cpu_simd.hpp"
 #include "quant/blocks.hpp"
+#include "simd_vector.hpp"
 
 #include <immintrin.h>
 
@@ -68,7 +53,7 @@ template <bool vnni> struct qfmt<block_q8_0, vnni> {
     static constexpr bool min = false, bits = false, is_signed = !vnni;
 };
 
-template <class V> struct quant_impl {
+template <quant_vector V> struct quant_impl {
     using vec = typename V::vec;
     using ivec = typename V::ivec;
     static constexpr int64_t L = V::lanes;
