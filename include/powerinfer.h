@@ -385,7 +385,7 @@ typedef struct pi_synth_params {
     float power_law;         /* skew of neuron firing frequency, default 1 */
     float predictor_noise;   /* 0: exact predictor */
     uint64_t seed;
-    const char *vocab_path;  /* vocab-only GGUF (e.g. ggml-vocab-llama-spm.gguf) */
+    const char *vocab_path;  /* vocab-only GGUF (e.g. tests/data/relu-llama-kjv.vocab.gguf) */
 } pi_synth_params;
 
 PI_API pi_synth_params pi_synth_default_params(void);
