@@ -30,6 +30,7 @@ std::string unique_probe_path(const std::string& out_path) {
     return concat(out_path, ".calibration.", ::getpid(), ".", serial.fetch_add(1));
 }
 
+// The engine splits rows across threads, so its results, and the files, do not depend on this.
 int32_t engine_threads() {
     const unsigned n = std::thread::hardware_concurrency();
     return static_cast<int32_t>(std::clamp(n, 1u, 16u));
@@ -39,14 +40,25 @@ void copy_rows(std::span<const float> from, matrix& to, int64_t first_row) {
     std::copy(from.begin(), from.end(), to.row(first_row));
 }
 
+// An FFN of one neuron whose weights are all zero: it adds nothing to the residual.
+layer_weights idle_ffn(int64_t n_embd) {
+    layer_weights idle;
+    idle.ffn_norm.assign(static_cast<size_t>(n_embd), 1.0f);
+    idle.ffn_gate = matrix(1, n_embd);
+    idle.ffn_up = matrix(1, n_embd);
+    idle.ffn_down_t = matrix(1, n_embd);
+    return idle;
+}
+
 } // namespace
 
 layer_probe::layer_probe(const synth_options& o, const geometry& g, std::string out_path)
     : options_(o), geometry_(g), out_path_(std::move(out_path)) {}
 
 void layer_probe::write(const std::string& path, const matrix& h, const layer_weights& lw,
-                        const probe_head* head) const {
-    const geometry& g = geometry_;
+                        bool whole_ffn, const probe_head* head) const {
+    geometry g = geometry_;
+    if (!whole_ffn) g.n_ff = 1;
     gguf::writer w(false);
     w.set_string("general.architecture", options_.arch);
     add_hparams(w, options_, g, 1);
@@ -62,7 +74,8 @@ void layer_probe::write(const std::string& path, const matrix& h, const layer_we
         w.set_u32(key, 0);
 
     add_matrix(w, "token_embd.weight", h, ggml_type::f32);
-    add_layer(w, lw, 0, ggml_type::f32, false);
+    add_attention(w, lw, 0, ggml_type::f32);
+    add_ffn(w, whole_ffn ? lw : idle_ffn(g.n_embd), 0, ggml_type::f32, false);
     if (head) {
         add_vector(w, "output_norm.weight", head->norm);
         add_matrix(w, "output.weight", head->rows, ggml_type::f32);
@@ -74,14 +87,27 @@ void layer_probe::write(const std::string& path, const matrix& h, const layer_we
     w.write(path);
 }
 
-layer_observation layer_probe::run(const matrix& h, const layer_weights& lw,
+matrix layer_probe::attention_residual(const matrix& h, const layer_weights& lw) const {
+    return run(h, lw, false, nullptr).input;
+}
+
+layer_observation layer_probe::layer(const matrix& h, const layer_weights& lw) const {
+    return run(h, lw, true, nullptr);
+}
+
+matrix layer_probe::logits(const matrix& h, const layer_weights& lw,
+                           const probe_head& head) const {
+    return run(h, lw, true, &head).logits;
+}
+
+layer_observation layer_probe::run(const matrix& h, const layer_weights& lw, bool whole_ffn,
                                    const probe_head* head) const {
     const removed_at_exit file{unique_probe_path(out_path_)};
-    write(file.path, h, lw, head);
+    write(file.path, h, lw, whole_ffn, head);
     const std::unique_ptr<model> m = model::load(file.path, load_options{});
 
-    const geometry& g = geometry_;
-    layer_observation seen{matrix(h.rows, g.n_embd), matrix(h.rows, g.n_ff), matrix()};
+    const int64_t n_ff = m->hp().n_ff;
+    layer_observation seen{matrix(h.rows, geometry_.n_embd), matrix(h.rows, n_ff), matrix()};
     if (head) seen.logits = matrix(h.rows, head->rows.rows);
     context_options co;
     co.n_ctx = static_cast<int32_t>(calibration_length);

@@ -28,16 +28,25 @@ class layer_probe {
     // Probe files are written next to `out_path` under unique names and removed after each run.
     layer_probe(const synth_options& o, const geometry& g, std::string out_path);
 
-    // Runs `lw` on a model whose token t embeds as row t of `h` (the residual entering the
-    // layer at calibration token t); calibration sequence s is the tokens s·length ..
-    // s·length + length - 1 at positions 0 .. length - 1. The probe is a dense F32 file with
-    // ReLU activations whatever the options, so that the calibration, and with it every weight,
-    // is the same for the sparse and dense, F32 and F16, exact and noisy files of a seed.
-    layer_observation run(const matrix& h, const layer_weights& lw,
-                          const probe_head* head = nullptr) const;
+    // Each run feeds `lw` with `h`: a model whose token t embeds as row t of `h` (the residual
+    // entering the layer at calibration token t) runs calibration sequence s as the tokens
+    // s·length .. s·length + length - 1 at positions 0 .. length - 1. The probe is a dense F32
+    // file with ReLU activations whatever the options, so that the calibration, and with it
+    // every weight, is the same for the sparse and dense, F32 and F16, exact and noisy files of
+    // a seed.
+
+    // The residual before ffn_norm: `h` plus what the attention block adds. The probe's FFN is
+    // a single idle neuron, since the attention's scale is all this run is for.
+    matrix attention_residual(const matrix& h, const layer_weights& lw) const;
+    // The whole layer.
+    layer_observation layer(const matrix& h, const layer_weights& lw) const;
+    // The whole layer followed by the output head: the logits of every calibration token.
+    matrix logits(const matrix& h, const layer_weights& lw, const probe_head& head) const;
 
   private:
-    void write(const std::string& path, const matrix& h, const layer_weights& lw,
+    layer_observation run(const matrix& h, const layer_weights& lw, bool whole_ffn,
+                          const probe_head* head) const;
+    void write(const std::string& path, const matrix& h, const layer_weights& lw, bool whole_ffn,
                const probe_head* head) const;
 
     const synth_options& options_;

@@ -67,12 +67,22 @@ void add_metadata(gguf::writer& w, const synth_options& o, const geometry& g) {
 
 void add_layer(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type,
                bool sparse) {
+    add_attention(w, lw, layer, type);
+    add_ffn(w, lw, layer, type, sparse);
+}
+
+void add_attention(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type) {
     const std::string p = concat("blk.", layer, ".");
     add_vector(w, p + "attn_norm.weight", lw.attn_norm);
     add_matrix(w, p + "attn_q.weight", lw.attn_q, type);
     add_matrix(w, p + "attn_k.weight", lw.attn_k, type);
     add_matrix(w, p + "attn_v.weight", lw.attn_v, type);
     add_matrix(w, p + "attn_output.weight", lw.attn_output, type);
+}
+
+void add_ffn(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type,
+             bool sparse) {
+    const std::string p = concat("blk.", layer, ".");
     add_vector(w, p + "ffn_norm.weight", lw.ffn_norm);
     add_matrix(w, p + "ffn_gate.weight", lw.ffn_gate, type);
     add_matrix(w, p + "ffn_up.weight", lw.ffn_up, type);

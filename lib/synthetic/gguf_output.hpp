@@ -22,8 +22,10 @@ void add_hparams(gguf::writer& w, const synth_options& o, const geometry& g, int
 void add_metadata(gguf::writer& w, const synth_options& o, const geometry& g);
 
 // The tensors of block `layer`: sparse files hold ffn_down_t and the predictor, dense ones
-// ffn_down.
+// ffn_down. add_layer is add_attention then add_ffn.
 void add_layer(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type,
                bool sparse);
+void add_attention(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type);
+void add_ffn(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type, bool sparse);
 
 } // namespace pi::synth

@@ -68,18 +68,17 @@ double rms(const matrix& m) {
 }
 
 // Calibrates one layer against `h`, the residual entering it, and returns the residual leaving
-// it. Two engine runs: the first, with the attention output unscaled, measures what the
-// attention block adds; the second, with that scale and the fitted gate, gives the activations
+// it. Two engine runs: the first, of the attention block with its output unscaled, measures
+// what the attention block adds; the second, with that scale and the fitted gate, gives the activations
 // that set the scale of the FFN output.
 matrix calibrate_layer(layer_weights& lw, const matrix& h, const layer_probe& probe,
                        const synth_options& o, const geometry& g, int64_t layer) {
-    const layer_observation first = probe.run(h, lw);
-    const matrix attention = add_scaled(first.input, h, -1.0f);
+    const matrix attention = add_scaled(probe.attention_residual(h, lw), h, -1.0f);
     const float attn_factor = scale_to_rms(attention, attn_output_rms);
     lw.attn_output.scale(attn_factor);
     fit_gate(lw, add_scaled(h, attention, attn_factor), o, g, layer);
 
-    const layer_observation second = probe.run(h, lw);
+    const layer_observation second = probe.layer(h, lw);
     const matrix ffn = ffn_output(second.activation, lw.ffn_down_t);
     const float ffn_factor = scale_to_rms(ffn, ffn_output_rms);
     lw.ffn_down_t.scale(ffn_factor);
@@ -131,7 +130,7 @@ void write_synthetic_model(const synth_options& options, const std::string& out_
     matrix output = unscaled_output(options, g);
     const matrix head_rows = rows_of(output, calibration_ids);
     const probe_head head{out_norm, head_rows};
-    const double logits = rms(probe.run(entering_last, last, &head).logits);
+    const double logits = rms(probe.logits(entering_last, last, head));
     output.scale(static_cast<float>(logit_rms / std::max(1e-6, logits)));
     add_vector(w, "output_norm.weight", out_norm);
     add_matrix(w, "output.weight", output, options.weight_type);
