@@ -124,6 +124,8 @@ layer_observation layer_probe::run(const matrix& h, const layer_weights& lw, boo
         context ctx(*m, co);
         int64_t row = first;
         ctx.set_ffn_observer([&](const ffn_observation& o) {
+            // More rows than the sequence holds would overrun `seen`: stop, and fail below.
+            if (row + o.n_tokens > first + calibration_length) return false;
             copy_rows(o.input, seen.input, row);
             copy_rows(o.activation, seen.activation, row);
             row += o.n_tokens;
@@ -132,10 +134,14 @@ layer_observation layer_probe::run(const matrix& h, const layer_weights& lw, boo
         batch_view batch;
         batch.tokens = tokens;
         if (head) batch.logits = all_logits;
-        ctx.decode(batch);
+        try {
+            ctx.decode(batch);
+        } catch (const error& e) {
+            if (e.code() != status::cancelled) throw;
+        }
         if (row != first + calibration_length)
-            fail(status::internal, "calibration: the engine observed ", row - first,
-                 " tokens of a sequence of ", calibration_length);
+            fail(status::internal, "calibration: the engine did not observe the ",
+                 calibration_length, " tokens of a calibration sequence one layer each");
         for (int64_t p = 0; head && p < calibration_length; ++p)
             copy_rows(ctx.logits(static_cast<int32_t>(p)), seen.logits, first + p);
     }

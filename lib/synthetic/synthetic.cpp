@@ -69,8 +69,8 @@ double rms(const matrix& m) {
 
 // Calibrates one layer against `h`, the residual entering it, and returns the residual leaving
 // it. Two engine runs: the first, of the attention block with its output unscaled, measures
-// what the attention block adds; the second, with that scale and the fitted gate, gives the activations
-// that set the scale of the FFN output.
+// what the attention block adds; the second, with that scale and the fitted gate, gives the
+// activations that set the scale of the FFN output.
 matrix calibrate_layer(layer_weights& lw, const matrix& h, const layer_probe& probe,
                        const synth_options& o, const geometry& g, int64_t layer) {
     const matrix attention = add_scaled(probe.attention_residual(h, lw), h, -1.0f);

@@ -64,7 +64,8 @@ struct firing {
 firing engine_firing(const model& m) {
     const hparams& hp = m.hp();
     firing f;
-    f.counts.assign(static_cast<size_t>(hp.n_layer), std::vector<int64_t>(static_cast<size_t>(hp.n_ff)));
+    f.counts.assign(static_cast<size_t>(hp.n_layer),
+                    std::vector<int64_t>(static_cast<size_t>(hp.n_ff)));
     uint64_t state = 12345;
     for (int s = 0; s < 4; ++s) {
         context_options co;
