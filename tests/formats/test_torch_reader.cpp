@@ -11,30 +11,15 @@
 #include "formats/torch_fixture.hpp"
 #include "formats/torch_tensor.hpp"
 #include "support/error.hpp"
+#include "support/test_support.hpp"
 
 namespace {
 
 using namespace pi;
+using test::code_of;
+using test::message_of;
 using formats::read_torch_checkpoint;
 using formats::read_torch_vector;
-
-status code_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const error& e) {
-        return e.code();
-    }
-    return status::ok;
-}
-
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;

@@ -16,25 +16,9 @@
 namespace {
 
 using namespace pi;
+using test::code_of;
+using test::message_of;
 using planner::activation_stats;
-
-status code_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const error& e) {
-        return e.code();
-    }
-    return status::ok;
-}
-
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const error& e) {
-        return e.what();
-    }
-    return {};
-}
 
 std::string in_dir(const std::string& dir, const std::string& name) {
     return (std::filesystem::path(dir) / name).string();

@@ -10,23 +10,16 @@
 
 #include "planner/planner.hpp"
 #include "support/error.hpp"
+#include "support/test_support.hpp"
 
 namespace {
 
 using namespace pi;
+using test::code_of;
 using planner::layer_geometry;
 using planner::make_plan;
 using planner::plan;
 using planner::plan_input;
-
-status code_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const error& e) {
-        return e.code();
-    }
-    return status::ok;
-}
 
 // n_layer identical layers with unaligned-free sizes (alignment 1) unless changed by the caller.
 plan_input uniform(int n_layer, int32_t n_ff, uint64_t budget) {

@@ -7,6 +7,24 @@
 
 namespace pi::test {
 
+status code_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const error& e) {
+        return e.code();
+    }
+    return status::ok;
+}
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const error& e) {
+        return e.what();
+    }
+    return {};
+}
+
 std::string vector_data_dir() {
     if (const char* env = std::getenv("PI_TEST_DATA"); env && *env) return env;
     return PI_TEST_DATA_DIR;

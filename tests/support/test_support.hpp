@@ -1,8 +1,16 @@
 #pragma once
 // Shared helpers of the C++ tests.
+#include <functional>
 #include <string>
 
+#include "support/error.hpp"
+
 namespace pi::test {
+
+// The status and the message of the pi::error a call throws (status::ok and "" when it throws
+// none).
+status code_of(const std::function<void()>& f);
+std::string message_of(const std::function<void()>& f);
 
 // Folder of the Llama and Falcon tokenizer vectors, which the repository does not hold
 // (docs/test-data.md): env PI_TEST_DATA, else the CMake cache value POWERINFER_TEST_DATA_DIR.
