@@ -95,8 +95,7 @@ layer_observation layer_probe::layer(const matrix& h, const layer_weights& lw) c
     return run(h, lw, true, nullptr);
 }
 
-matrix layer_probe::logits(const matrix& h, const layer_weights& lw,
-                           const probe_head& head) const {
+matrix layer_probe::logits(const matrix& h, const layer_weights& lw, const probe_head& head) const {
     return run(h, lw, true, &head).logits;
 }
 

@@ -80,8 +80,7 @@ void add_attention(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml
     add_matrix(w, p + "attn_output.weight", lw.attn_output, type);
 }
 
-void add_ffn(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type,
-             bool sparse) {
+void add_ffn(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type, bool sparse) {
     const std::string p = concat("blk.", layer, ".");
     add_vector(w, p + "ffn_norm.weight", lw.ffn_norm);
     add_matrix(w, p + "ffn_gate.weight", lw.ffn_gate, type);

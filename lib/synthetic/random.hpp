@@ -17,7 +17,7 @@ class rng {
     uint64_t next();
     double uniform(); // [0, 1)
     double normal();
-    float sign(); // +1 or -1 with equal probability
+    float sign();               // +1 or -1 with equal probability
     uint64_t below(uint64_t n); // uniform in [0, n), n > 0
 
   private:

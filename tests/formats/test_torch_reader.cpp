@@ -16,10 +16,10 @@
 namespace {
 
 using namespace pi;
-using test::code_of;
-using test::message_of;
 using formats::read_torch_checkpoint;
 using formats::read_torch_vector;
+using test::code_of;
+using test::message_of;
 
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;

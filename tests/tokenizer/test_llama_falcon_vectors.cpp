@@ -62,7 +62,8 @@ TEST_CASE("llama vocabulary header values and known encodings") {
 
 TEST_CASE("decode inverts encode on every shared llama input, with and without BOS") {
     if (!pi::test::require_vector_file(llama_vocab)) return;
-    for (const std::string& text : pi::test::read_inputs(path_of(std::string(llama_vocab) + ".inp"))) {
+    for (const std::string& text :
+         pi::test::read_inputs(path_of(std::string(llama_vocab) + ".inp"))) {
         CAPTURE(text);
         CHECK(decode(llama(), llama().encode(text, false)) == text);
         CHECK(decode(llama(), llama().encode(text, true)) == text);

@@ -53,7 +53,9 @@ inline std::vector<ids> read_outputs(const std::string& path) {
     return out;
 }
 
-inline std::string decode(const tokenizer& t, const ids& v) { return t.decode(v.data(), v.size()); }
+inline std::string decode(const tokenizer& t, const ids& v) {
+    return t.decode(v.data(), v.size());
+}
 
 inline void append_utf8(std::string& s, uint32_t cp) {
     if (cp < 0x80) {
