@@ -13,6 +13,10 @@
 
 #include "quant/types.hpp"
 
+namespace pi::formats {
+class mapped_file;
+}
+
 namespace pi::gguf {
 
 enum class value_type : uint32_t {
@@ -85,8 +89,7 @@ public:
 
 private:
     file() = default;
-    struct mapping;
-    std::unique_ptr<mapping> map_;
+    std::unique_ptr<formats::mapped_file> map_;
     std::string path_;
     bool sparse_ = false;
     uint32_t version_ = 0;

@@ -3,17 +3,12 @@
 #include "gguf/gguf.hpp"
 
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <set>
 #include <utility>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "formats/mapped_file.hpp"
 #include "gguf/wire.hpp"
 #include "support/error.hpp"
 
@@ -22,29 +17,7 @@ namespace pi::gguf {
 static_assert(std::endian::native == std::endian::little,
               "the GGUF reader copies little-endian fields straight into host integers");
 
-struct file::mapping {
-    const uint8_t* base = nullptr;
-    size_t size = 0;
-
-    mapping(const uint8_t* b, size_t n) : base(b), size(n) {}
-    mapping(const mapping&) = delete;
-    mapping& operator=(const mapping&) = delete;
-    ~mapping() { ::munmap(const_cast<uint8_t*>(base), size); }
-};
-
 namespace {
-
-class fd_guard {
-  public:
-    explicit fd_guard(int fd) : fd_(fd) {}
-    fd_guard(const fd_guard&) = delete;
-    fd_guard& operator=(const fd_guard&) = delete;
-    ~fd_guard() { ::close(fd_); }
-    int get() const noexcept { return fd_; }
-
-  private:
-    int fd_;
-};
 
 struct parsed {
     bool sparse = false;
@@ -318,17 +291,9 @@ class parser {
 } // namespace
 
 std::unique_ptr<file> file::open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(status::io, path, ": cannot open: ", std::strerror(errno));
-    const fd_guard guard(fd);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) fail(status::io, path, ": cannot stat: ", std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) fail(status::io, path, ": not a regular file");
-    if (st.st_size == 0) fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
-    const size_t size = static_cast<size_t>(st.st_size);
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) fail(status::io, path, ": cannot mmap: ", std::strerror(errno));
-    auto map = std::make_unique<mapping>(static_cast<const uint8_t*>(p), size);
+    auto map = std::make_unique<formats::mapped_file>(path);
+    if (map->bytes().empty())
+        fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
 
     // The constructor is private, so make_unique cannot reach it.
     std::unique_ptr<file> f(new file());
@@ -349,7 +314,7 @@ std::unique_ptr<file> file::open(const std::string& path) {
 file::~file() = default;
 
 std::span<const uint8_t> file::bytes() const noexcept {
-    return {map_->base, map_->size};
+    return map_->bytes();
 }
 
 } // namespace pi::gguf
