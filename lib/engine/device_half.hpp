@@ -24,7 +24,10 @@ class device_half {
     void upload_positions(std::span<const int32_t> positions);
 
     // The residual stream x lives on the host, on the device, or on both.
-    void start_batch() noexcept { x_on_host_ = true, x_on_device_ = false; }
+    void start_batch() noexcept {
+        x_on_host_ = true;
+        x_on_device_ = false;
+    }
     void x_to_host(int32_t n);
     void x_to_device(int32_t n);
     void x_changed_on_host() noexcept { x_on_device_ = false; }

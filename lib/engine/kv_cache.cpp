@@ -37,12 +37,11 @@ uint64_t kv_cache::device_layer_bytes(const hparams& h, int32_t n_ctx) {
 }
 
 kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx, bool f16)
-    : host_(host), host_type_(f16 ? ggml_type::f16 : ggml_type::f32), row_elements_(h.n_embd_kv()),
-      on_device_(static_cast<size_t>(h.n_layer), false),
-      device_cells_(cache_on_device(off, n_ctx, f16)), layers_(static_cast<size_t>(h.n_layer)),
+    : host_(host), device_(cache_on_device(off, n_ctx, f16) ? &off->dev() : nullptr),
+      host_type_(f16 ? ggml_type::f16 : ggml_type::f32), row_elements_(h.n_embd_kv()),
+      on_device_(static_cast<size_t>(h.n_layer), false), layers_(static_cast<size_t>(h.n_layer)),
       cell_pos_(static_cast<size_t>(n_ctx), -1) {
-    if (device_cells_) {
-        device_ = &off->dev();
+    if (device_) {
         for (size_t il = 0; il < on_device_.size(); ++il)
             on_device_[il] = off->layer(il).has_attn();
     }
@@ -57,7 +56,7 @@ kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n
     host_positions_ = host_layout.add(ggml_type::i32, n_ctx, 1);
     host_memory_ = host.alloc(host_layout.size());
     host_positions_.buffer = host_memory_.get();
-    if (device_cells_) {
+    if (device_) {
         device_positions_ = device_layout.add(ggml_type::i32, n_ctx, 1);
         device_memory_ = device_->alloc(device_layout.size());
         device_positions_.buffer = device_memory_.get();
@@ -97,8 +96,7 @@ void kv_cache::publish_positions() {
         if (cell_pos_[static_cast<size_t>(c)] >= 0) span_ = c + 1;
     const size_t bytes = cell_pos_.size() * sizeof(int32_t);
     host_.upload(host_memory_, host_positions_.offset, cell_pos_.data(), bytes);
-    if (device_cells_)
-        device_->upload(device_memory_, device_positions_.offset, cell_pos_.data(), bytes);
+    if (device_) device_->upload(device_memory_, device_positions_.offset, cell_pos_.data(), bytes);
 }
 
 } // namespace pi

@@ -29,7 +29,7 @@ class kv_cache {
     // Layer il's cells, where its attention reads them.
     const layer_cells& layer(size_t il) const noexcept { return layers_[il]; }
     bool on_device(size_t il) const noexcept { return on_device_[il]; }
-    bool any_on_device() const noexcept { return device_cells_; }
+    bool any_on_device() const noexcept { return device_ != nullptr; }
     // The position of each of the first span() cells (-1: empty), in host or device memory.
     pib_tensor host_positions() const noexcept { return spanned(host_positions_); }
     pib_tensor device_positions() const noexcept { return spanned(device_positions_); }
@@ -54,11 +54,10 @@ class kv_cache {
     void publish_positions();
 
     device& host_;
-    device* device_ = nullptr;
+    device* device_ = nullptr; // the offload device when it holds cells, else null
     ggml_type host_type_;
     int64_t row_elements_;
     std::vector<bool> on_device_;
-    bool device_cells_ = false;
     buffer host_memory_, device_memory_;
     std::vector<layer_cells> layers_;
     pib_tensor host_positions_{}, device_positions_{};

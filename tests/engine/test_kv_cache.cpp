@@ -23,12 +23,10 @@ hparams small_hparams() {
 // The cell positions as the host backend holds them for attention.
 std::vector<int32_t> published(device& cpu, const kv_cache& kv) {
     const pib_tensor t = kv.host_positions();
-    std::vector<int32_t> cells(static_cast<size_t>(kv.n_ctx()));
     void* base = cpu.vt().buffer_host_ptr(cpu.ctx(), t.buffer);
     REQUIRE(base != nullptr);
     const auto* p = reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(base) + t.offset);
-    cells.assign(p, p + cells.size());
-    return cells;
+    return std::vector<int32_t>(p, p + kv.n_ctx());
 }
 
 } // namespace
