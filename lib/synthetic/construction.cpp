@@ -12,10 +12,6 @@ namespace {
 constexpr double qk_variance = 2.0;     // variance of q and k entries: scores spread ~2
 constexpr double norm_weight_std = 0.1; // RMSNorm weights are 1 + N(0, 0.1^2)
 
-float round_f16(double x) {
-    return fp16_to_fp32(fp32_to_fp16(static_cast<float>(x)));
-}
-
 double pow2_near(double x) {
     return std::exp2(std::round(std::log2(x)));
 }
@@ -34,7 +30,6 @@ low_rank low_rank_factors(const synth_options& o, const geometry& g, int64_t lay
     f.b = rademacher(g.n_ff, g.rank0, stream_rng(o.seed, layer, stream::predictor_b));
     f.scale_a = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.n_embd))));
     f.scale_b = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.rank0))));
-    f.scale = f.scale_a * f.scale_b;
     return f;
 }
 
@@ -117,7 +112,7 @@ layer_weights draw_layer(const synth_options& o, const geometry& g, int64_t laye
     lw.ffn_norm[0] = 1.0f;
     lw.gate_factors = low_rank_factors(o, g, layer);
     lw.ffn_gate = project(lw.gate_factors.b, transpose(lw.gate_factors.a));
-    lw.ffn_gate.scale(lw.gate_factors.scale);
+    lw.ffn_gate.scale(lw.gate_factors.scale());
     const double up_std = 1.0 / std::sqrt(static_cast<double>(g.n_embd));
     lw.ffn_up = gaussian(g.n_ff, g.n_embd, up_std, stream_rng(seed, layer, stream::ffn_up));
     lw.ffn_up.zero_column(0);
@@ -135,7 +130,7 @@ void fit_gate(layer_weights& lw, const matrix& h, const synth_options& o, const 
         for (int64_t j = 0; j < g.n_embd; ++j)
             scaled_h.at(t, j) *= lw.ffn_norm[static_cast<size_t>(j)];
     matrix s = project(project(scaled_h, f.a), f.b);
-    s.scale(f.scale);
+    s.scale(f.scale());
 
     const std::vector<double> rates =
         firing_rates(g.n_ff, 1.0 - static_cast<double>(o.sparsity), o.power_law,

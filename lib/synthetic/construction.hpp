@@ -24,7 +24,8 @@ constexpr double logit_rms = 3.0;       // target spread of the logits over the 
 // two near 1/sqrt(n_embd) and 1/sqrt(r0), so products stay exact in F16.
 struct low_rank {
     matrix a, b;
-    float scale_a = 0, scale_b = 0, scale = 0;
+    float scale_a = 0, scale_b = 0;
+    float scale() const noexcept { return scale_a * scale_b; }
 };
 
 struct layer_weights {

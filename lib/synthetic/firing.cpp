@@ -86,8 +86,7 @@ std::vector<float> gate_biases(const matrix& s, const std::vector<double>& rates
         const double mean = sum / n;
         const double stddev = std::sqrt(std::max(0.0, sum2 / n - mean * mean));
         const double z = normal_quantile(1.0 - rates[static_cast<size_t>(i)]);
-        bias[static_cast<size_t>(i)] =
-            fp16_to_fp32(fp32_to_fp16(static_cast<float>(-(mean + stddev * z) / w0c)));
+        bias[static_cast<size_t>(i)] = round_f16(-(mean + stddev * z) / w0c);
     }
     return bias;
 }

@@ -1,7 +1,6 @@
 #include "synthetic/gguf_output.hpp"
 
 #include <array>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -11,18 +10,11 @@
 namespace pi::synth {
 namespace {
 
+// Through the type table's converters (F32 or F16 here).
 std::vector<uint8_t> encode(std::span<const float> values, ggml_type type) {
-    std::vector<uint8_t> bytes;
-    if (type == ggml_type::f32) {
-        bytes.resize(values.size() * sizeof(float));
-        std::memcpy(bytes.data(), values.data(), bytes.size());
-        return bytes;
-    }
-    bytes.resize(values.size() * sizeof(uint16_t));
-    for (size_t i = 0; i < values.size(); ++i) {
-        const uint16_t half = fp32_to_fp16(values[i]);
-        std::memcpy(bytes.data() + 2 * i, &half, sizeof half);
-    }
+    std::vector<uint8_t> bytes(row_bytes(type, static_cast<int64_t>(values.size())));
+    if (!quantize_row(type, values, bytes))
+        fail(status::internal, "synthetic model: no converter to ", traits_of(type).name);
     return bytes;
 }
 

@@ -3,6 +3,8 @@
 #include <array>
 #include <cmath>
 
+#include "quant/types.hpp"
+
 namespace pi::synth {
 
 void matrix::scale(float s) {
@@ -60,13 +62,17 @@ matrix project(const matrix& x, const matrix& w) {
     return y;
 }
 
-double rms_without_channel0(const matrix& m) {
+double rms(const matrix& m, int64_t first_col) {
     double sum = 0.0;
     for (int64_t i = 0; i < m.rows; ++i)
-        for (int64_t j = 1; j < m.cols; ++j)
+        for (int64_t j = first_col; j < m.cols; ++j)
             sum += static_cast<double>(m.at(i, j)) * m.at(i, j);
-    const auto n = static_cast<double>(m.rows * (m.cols - 1));
+    const auto n = static_cast<double>(m.rows * (m.cols - first_col));
     return n > 0.0 ? std::sqrt(sum / n) : 0.0;
+}
+
+float round_f16(double x) {
+    return fp16_to_fp32(fp32_to_fp16(static_cast<float>(x)));
 }
 
 } // namespace pi::synth

@@ -32,7 +32,9 @@ matrix transpose(const matrix& m);
 float dot(const float* a, const float* b, int64_t n);
 // y[t] = w · x[t] for every row t of x.
 matrix project(const matrix& x, const matrix& w);
-// RMS over every entry except column 0, the constant channel.
-double rms_without_channel0(const matrix& m);
+// RMS over the entries of columns first_col.. (1 leaves out the constant channel 0).
+double rms(const matrix& m, int64_t first_col = 0);
+// x rounded to the nearest F16 value, as F32.
+float round_f16(double x);
 
 } // namespace pi::synth

@@ -55,7 +55,6 @@ geometry make_geometry(const synth_options& o, int64_t n_vocab) {
     g.n_vocab = n_vocab;
     g.rank0 =
         o.predictor_rank != 0 ? o.predictor_rank / 2 - 1 : std::max<int64_t>(8, o.n_embd / 16);
-    g.bamboo = o.arch == "bamboo";
     return g;
 }
 

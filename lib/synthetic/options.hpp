@@ -11,7 +11,6 @@ namespace pi::synth {
 struct geometry {
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_embd_kv, n_vocab;
     int64_t rank0; // rows of the gate's low-rank factor A; the predictor has 2·(rank0+1) rows
-    bool bamboo;
 };
 
 template <typename... Parts> [[noreturn]] void bad_option(Parts&&... parts) {

@@ -24,7 +24,7 @@ using namespace synth;
 
 // The factor that gives `out` (without the constant channel) the RMS `target`.
 float scale_to_rms(const matrix& out, double target) {
-    const double rms = rms_without_channel0(out);
+    const double rms = synth::rms(out, 1);
     return static_cast<float>(rms > 0.0 ? target / rms : 1.0);
 }
 
@@ -58,13 +58,6 @@ matrix rows_of(const matrix& m, const std::vector<int64_t>& ids) {
     for (size_t t = 0; t < ids.size(); ++t)
         std::copy_n(m.row(ids[t]), m.cols, picked.row(static_cast<int64_t>(t)));
     return picked;
-}
-
-double rms(const matrix& m) {
-    double sum = 0.0;
-    for (float v : m.data)
-        sum += static_cast<double>(v) * v;
-    return m.data.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(m.data.size()));
 }
 
 // Calibrates one layer against `h`, the residual entering it, and returns the residual leaving
