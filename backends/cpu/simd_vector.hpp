@@ -1,8 +1,8 @@
 #pragma once
-// What a vector type V must provide for the loops of simd_impl.hpp (float_vector) and of
-// simd_quant_impl.hpp (quant_vector). Each instruction-set file defines its V (simd_avx2.cpp,
-// simd_avx512_vec.hpp); the templates require these concepts, so a missing or mistyped member is
-// named where the table is built rather than deep inside a loop.
+// What a vector type V must provide for the loops of simd_impl.hpp and simd_quant_impl.hpp:
+// quant_vector, whose float part is float_vector. Each instruction-set file defines its V
+// (simd_avx2.cpp, simd_avx512_vec.hpp); both templates require quant_vector, so a missing or
+// mistyped member is named where the table is built rather than deep inside a loop.
 #include <immintrin.h>
 
 #include <concepts>
