@@ -2,8 +2,10 @@
 
 #include "tool.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 static void note(const char* format, va_list args) {
@@ -36,6 +38,42 @@ void tool_log_to_stderr(pi_log_level level, const char* message, void* user_data
     static const char* const names[] = {"debug", "info", "warning", "error"};
     (void)user_data;
     tool_note("%s: %s", names[level & 3], message);
+}
+
+char* tool_read_file(const char* path, size_t* len) {
+    FILE* f = fopen(path, "rb");
+    if (!f) return NULL;
+    errno = 0; /* so that a read error which sets none is still told apart below */
+    size_t cap = 1 << 16, used = 0, n;
+    char* buf = malloc(cap);
+    /* One byte is always kept free for the terminating '\0'. */
+    while (buf && (n = fread(buf + used, 1, cap - used - 1, f)) > 0) {
+        used += n;
+        if (used == cap - 1) {
+            char* bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    /* A read error must not pass for the end of the file: the caller would get part of it. */
+    const int bad = ferror(f);
+    int cause = errno;
+    if (!buf) cause = ENOMEM;
+    else if (bad && cause == 0) cause = EIO;
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        errno = cause;
+        return NULL;
+    }
+    buf[used] = '\0';
+    if (len) *len = used;
+    return buf;
 }
 
 double tool_seconds(void) {

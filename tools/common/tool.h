@@ -4,6 +4,8 @@
 #ifndef PI_TOOL_H
 #define PI_TOOL_H
 
+#include <stddef.h>
+
 #include "powerinfer.h"
 
 #ifdef __cplusplus
@@ -30,6 +32,12 @@ int tool_fail_status(const char* what, pi_status status);
 
 /* A pi_log_callback: "NAME: LEVEL: MESSAGE" on stderr, LEVEL one of debug, info, warning, error. */
 void tool_log_to_stderr(pi_log_level level, const char* message, void* user_data);
+
+/* The whole file at path, read in binary and followed by a '\0' that *len (when len is not NULL)
+ * does not count; the text itself may contain NUL bytes. The caller frees it. NULL when the file
+ * cannot be opened, read or held in memory, with errno saying why, so that the caller words the
+ * message: tool_fail(1, "-f: cannot read '%s': %s", path, strerror(errno)). */
+char* tool_read_file(const char* path, size_t* len);
 
 /* Seconds on a monotonic clock: only differences mean anything. */
 double tool_seconds(void);

@@ -71,35 +71,6 @@ static int parse_args(int argc, char** argv, options* o) {
     return tool_args_finish(&a);
 }
 
-/* The whole file; *len receives its size (the text may contain NUL bytes). */
-static char* read_file(const char* path, size_t* len) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n;
-    char* buf = malloc(cap);
-    *len = 0;
-    while (buf && (n = fread(buf + *len, 1, cap - *len, f)) > 0) {
-        *len += n;
-        if (*len == cap) {
-            char* bigger = realloc(buf, cap * 2);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* -log p(target) under softmax(logits), in double. */
 static double nll_of(const float* logits, int n_vocab, pi_token target) {
     float max = logits[0];
@@ -266,7 +237,7 @@ int main(int argc, char** argv) {
     FILE* human = o.json ? stderr : stdout;
 
     size_t text_len = 0;
-    char* text = read_file(o.text, &text_len);
+    char* text = tool_read_file(o.text, &text_len);
     if (!text) {
         return tool_fail(1, "-f: cannot read '%s': %s", o.text, strerror(errno));
     }

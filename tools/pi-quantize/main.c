@@ -41,7 +41,7 @@ static int on_progress(float progress, void* user_data) {
         const int pct = (int)(progress * 100.0f + 0.5f);
         if (pct != b->last) {
             const int width = 40, filled = pct * width / 100;
-            fprintf(stderr, "\rpi-quantize: [%.*s%*s] %3d%%", filled,
+            fprintf(stderr, "\r%s: [%.*s%*s] %3d%%", tool_name, filled,
                     "########################################", width - filled, "", pct);
             fflush(stderr);
             b->last = pct;

@@ -98,30 +98,6 @@ static int parse_args(int argc, char** argv, options* o) {
     return tool_args_finish(&a);
 }
 
-static char* read_file(const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    char* buf = malloc(cap);
-    size_t n;
-    while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (cap - len - 1 == 0) {
-            char* bigger = realloc(buf, cap * 2);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[len] = '\0';
-    return buf;
-}
-
 static int print_piece(const char* text, size_t len, void* user_data) {
     (void)user_data;
     fwrite(text, 1, len, stdout);
@@ -143,7 +119,7 @@ int main(int argc, char** argv) {
     if (o.verbose) pi_log_set(tool_log_to_stderr, NULL);
 
     char* prompt_buf = NULL;
-    if (o.prompt_file && !(prompt_buf = read_file(o.prompt_file)))
+    if (o.prompt_file && !(prompt_buf = tool_read_file(o.prompt_file, NULL)))
         return tool_fail(1, "-f: cannot read '%s': %s", o.prompt_file, strerror(errno));
     const char* prompt = prompt_buf ? prompt_buf : (o.prompt ? o.prompt : "");
     pi_model_params mp = pi_model_default_params();
