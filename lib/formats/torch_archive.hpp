@@ -34,14 +34,11 @@ class torch_archive {
                   uint64_t max_pickle_bytes = default_max_pickle_bytes);
 
     std::span<const uint8_t> pickle() const noexcept { return pickle_; }
-    const std::string& source() const noexcept { return source_; }
 
     // pi::error naming the file and t.name when the storage record is missing, compressed or of
     // the wrong size, when the view reaches outside it, or when its data lies past the end of
     // the file.
     torch_tensor_data locate(const torch_tensor_ref& t) const;
-    // The whole file; locate()'s offsets index it.
-    std::span<const uint8_t> file() const noexcept { return file_; }
 
   private:
     std::span<const uint8_t> file_;

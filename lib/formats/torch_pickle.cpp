@@ -4,11 +4,11 @@
 // for is capped, so that a small crafted file cannot make the reader use gigabytes.
 #include "formats/torch_pickle.hpp"
 
-#include <bit>
 #include <cstring>
 #include <unordered_map>
 #include <utility>
 
+#include "formats/little_endian.hpp"
 #include "support/error.hpp"
 
 namespace pi::formats {
@@ -72,7 +72,6 @@ struct node {
     kind k;
     uint32_t aux = 0;                   // callable: which; storage_class: unused (dtype says)
     int64_t i = 0;                      // bool/int value; storage: numel
-    double f = 0.0;                     // float value
     std::string s;                      // str/bytes value; storage: key
     const torch_dtype* dtype = nullptr; // storage_class and storage
     std::vector<uint32_t> items;        // tuple/list elements, dict key-value pairs, tensor: {args}
@@ -108,12 +107,10 @@ class machine {
         if (n > bytes_.size() - pos_)
             bad("needs ", n, " more bytes, ", bytes_.size() - pos_, " remain (truncated)");
     }
-    uint64_t le(int n) {
-        need(static_cast<uint64_t>(n));
-        uint64_t v = 0;
-        for (int i = n - 1; i >= 0; --i)
-            v = (v << 8) | bytes_[pos_ + static_cast<size_t>(i)];
-        pos_ += static_cast<size_t>(n);
+    uint64_t le(size_t n) {
+        need(n);
+        const uint64_t v = read_le(bytes_.data() + pos_, n);
+        pos_ += n;
         return v;
     }
     std::string text(uint64_t n) {
@@ -196,7 +193,7 @@ class machine {
     // LONG1/LONG4: little-endian two's complement of n bytes; only 64-bit values are useful here.
     void long_integer(uint64_t n) {
         if (n > 8) bad("integer of ", n, " bytes does not fit 64 bits");
-        uint64_t v = le(static_cast<int>(n));
+        uint64_t v = le(static_cast<size_t>(n));
         if (n > 0 && n < 8 && (v >> (8 * n - 1)) != 0) v |= ~uint64_t{0} << (8 * n);
         scalar(kind::integer, static_cast<int64_t>(v));
     }
@@ -365,14 +362,9 @@ class machine {
             return long_integer(le(1));
         case 0x8b: // LONG4
             return long_integer(le(4));
-        case 'G': { // BINFLOAT, big-endian
-            uint64_t v = 0;
-            for (int i = 0; i < 8; ++i)
-                v = (v << 8) | le(1);
-            node f(kind::floating);
-            f.f = std::bit_cast<double>(v);
-            return push(std::move(f));
-        }
+        case 'G': // BINFLOAT: nothing a state dict needs reads a float's value, only its kind
+            le(8);
+            return push(node(kind::floating));
         case 'X': // BINUNICODE
         case 'T': // BINSTRING (read as str, as Python 3 does)
             return string(kind::string, le(4));

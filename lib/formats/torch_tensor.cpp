@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "formats/little_endian.hpp"
 #include "formats/mapped_file.hpp"
 #include "formats/torch_archive.hpp"
 #include "quant/types.hpp"
@@ -11,29 +12,22 @@ namespace pi::formats {
 
 namespace {
 
-uint64_t le(const uint8_t* p, size_t n) {
-    uint64_t v = 0;
-    for (size_t i = n; i-- > 0;)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 float convert(const uint8_t* p, torch_element type) {
     switch (type) {
     case torch_element::f32:
-        return std::bit_cast<float>(static_cast<uint32_t>(le(p, 4)));
+        return std::bit_cast<float>(static_cast<uint32_t>(read_le(p, 4)));
     case torch_element::f64:
-        return static_cast<float>(std::bit_cast<double>(le(p, 8)));
+        return static_cast<float>(std::bit_cast<double>(read_le(p, 8)));
     case torch_element::f16:
-        return fp16_to_fp32(static_cast<uint16_t>(le(p, 2)));
+        return fp16_to_fp32(static_cast<uint16_t>(read_le(p, 2)));
     case torch_element::bf16:
-        return std::bit_cast<float>(static_cast<uint32_t>(le(p, 2) << 16));
+        return std::bit_cast<float>(static_cast<uint32_t>(read_le(p, 2) << 16));
     case torch_element::i64:
-        return static_cast<float>(static_cast<int64_t>(le(p, 8)));
+        return static_cast<float>(static_cast<int64_t>(read_le(p, 8)));
     case torch_element::i32:
-        return static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(le(p, 4))));
+        return static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(read_le(p, 4))));
     case torch_element::i16:
-        return static_cast<float>(static_cast<int16_t>(static_cast<uint16_t>(le(p, 2))));
+        return static_cast<float>(static_cast<int16_t>(static_cast<uint16_t>(read_le(p, 2))));
     case torch_element::i8:
         return static_cast<float>(static_cast<int8_t>(p[0]));
     case torch_element::u8:

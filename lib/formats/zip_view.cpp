@@ -8,6 +8,7 @@
 #include <array>
 #include <utility>
 
+#include "formats/little_endian.hpp"
 #include "support/error.hpp"
 
 namespace pi::formats {
@@ -34,12 +35,7 @@ class cursor {
             fail(status::format, source_, ": zip ", what, " at byte ", pos, " (", n,
                  " bytes) runs past the end of the ", bytes_.size(), "-byte file (truncated?)");
     }
-    uint64_t le(uint64_t pos, int n) const {
-        uint64_t v = 0;
-        for (int i = n - 1; i >= 0; --i)
-            v = (v << 8) | bytes_[pos + static_cast<uint64_t>(i)];
-        return v;
-    }
+    uint64_t le(uint64_t pos, size_t n) const { return read_le(bytes_.data() + pos, n); }
     uint16_t u16(uint64_t pos) const { return static_cast<uint16_t>(le(pos, 2)); }
     uint32_t u32(uint64_t pos) const { return static_cast<uint32_t>(le(pos, 4)); }
     uint64_t u64(uint64_t pos) const { return le(pos, 8); }

@@ -31,7 +31,6 @@ class zip_view {
 
     const std::vector<zip_entry>& entries() const noexcept { return entries_; }
     const zip_entry* find(std::string_view name) const noexcept;
-    uint64_t file_size() const noexcept { return bytes_.size(); }
 
     // Where the member's data starts, from its local header (which has its own extra field:
     // torch pads there so that data is 64-byte aligned). The data itself is not checked.
