@@ -72,6 +72,8 @@ py::list read_torch_checkpoint(const std::string& path, uint64_t max_pickle_byte
 } // namespace
 
 void bind_torch_reader(py::module_& m) {
+    // The one cap: the converter's MAX_PICKLE_BYTES is read from here.
+    m.attr("TORCH_MAX_PICKLE_BYTES") = formats::default_max_pickle_bytes;
     m.def("read_torch_checkpoint", &read_torch_checkpoint, py::arg("path"),
           py::arg("max_pickle_bytes") = formats::default_max_pickle_bytes);
 }

@@ -6,6 +6,7 @@ import numpy.typing
 
 SEED_RANDOM: int
 STATUS_CANCELLED: int
+TORCH_MAX_PICKLE_BYTES: int
 _error_classes: dict[int, type[BaseException]]
 
 def version() -> str: ...

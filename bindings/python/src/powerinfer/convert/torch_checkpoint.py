@@ -13,8 +13,9 @@ from .. import _powerinfer
 from .errors import ConvertError
 from .tensor_source import TensorRef
 
-# data.pkl above this is refused: a real state dict's pickle is a few hundred KB.
-MAX_PICKLE_BYTES = 512 << 20
+# data.pkl above this is refused: a real state dict's pickle is a few hundred KB. The value is
+# the library's own (formats::default_max_pickle_bytes); a module name so tests can lower it.
+MAX_PICKLE_BYTES: int = _powerinfer.TORCH_MAX_PICKLE_BYTES
 
 
 def read_torch_checkpoint(path: Path) -> dict[str, TensorRef]:
