@@ -1,0 +1,417 @@
+/*
+ * powerinfer.h — the public C API of libpowerinfer.
+ *
+ * libpowerinfer runs ReLU-sparse large language models (ReluLLaMA-2, ProSparse-Llama-2,
+ * Bamboo, ...) stored as PowerInfer GGUF files: a per-layer predictor says which FFN neurons
+ * will fire and only those are computed.
+ *
+ * Threading contract
+ * - A pi_model holds immutable weights. It may be shared by many threads and many contexts.
+ * - A pi_context holds the KV cache, the scratch memory and the run statistics of one
+ *   conversation. Use it from one thread at a time. pi_context_cancel() is the one call that
+ *   may be made from another thread while the context is in use.
+ * - A pi_sampler belongs to one thread at a time.
+ * - pi_last_error() is per thread.
+ *
+ * Error contract
+ * - Every fallible call returns a pi_status: 0 is success, negative values are errors, positive
+ *   values are non-fatal outcomes (PI_STATUS_CANCELLED). The calling thread's pi_last_error()
+ *   then names the file, tensor, key or argument at fault.
+ * - Handles come back through out-parameters; every *_free accepts NULL.
+ * - No call aborts, exits or asserts on any input.
+ *
+ * Parameter structs start with `size_t struct_size` and come from pi_*_default_params();
+ * fields are only ever appended, so programs built against an older header keep working.
+ */
+#ifndef POWERINFER_H
+#define POWERINFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PI_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define PI_API __attribute__((visibility("default")))
+#else
+#define PI_API
+#endif
+
+#define PI_VERSION_MAJOR 0
+#define PI_VERSION_MINOR 1
+#define PI_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status and errors */
+
+typedef enum pi_status {
+    PI_OK = 0,
+    PI_STATUS_CANCELLED = 1,       /* stopped by a callback or pi_context_cancel() */
+    PI_ERR_INVALID_ARGUMENT = -1,  /* NULL pointer, out-of-range value, bad token id */
+    PI_ERR_IO = -2,                /* file missing, unreadable or unwritable */
+    PI_ERR_FORMAT = -3,            /* malformed or inconsistent file */
+    PI_ERR_UNSUPPORTED = -4,       /* valid but not supported by this build */
+    PI_ERR_OUT_OF_MEMORY = -5,
+    PI_ERR_CONTEXT_FULL = -6,      /* prompt or generation does not fit in n_ctx */
+    PI_ERR_INTERNAL = -7
+} pi_status;
+
+/* Static name of a status, e.g. "PI_ERR_FORMAT". Never NULL. */
+PI_API const char *pi_status_str(pi_status status);
+/* The calling thread's last error message ("" if none). Valid until the thread's next call. */
+PI_API const char *pi_last_error(void);
+
+/* ---------------------------------------------------------------- version, system, logging */
+
+/* "MAJOR.MINOR.PATCH". */
+PI_API const char *pi_version(void);
+/* Human-readable summary: version, CPU features, compiled and loaded backends, devices, and
+ * why a backend is unavailable. Static storage, valid until the next call. */
+PI_API const char *pi_system_info(void);
+
+typedef enum pi_log_level {
+    PI_LOG_DEBUG = 0,
+    PI_LOG_INFO = 1,
+    PI_LOG_WARN = 2,
+    PI_LOG_ERROR = 3
+} pi_log_level;
+
+typedef void (*pi_log_callback)(pi_log_level level, const char *message, void *user_data);
+/* Sets where log messages go. NULL restores the default: warnings and errors to stderr.
+ * Thread-safe. */
+PI_API void pi_log_set(pi_log_callback callback, void *user_data);
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct pi_model pi_model;
+typedef int32_t pi_token;
+
+/* Returning 0 from a progress callback cancels loading (pi_model_load returns
+ * PI_STATUS_CANCELLED). progress is in [0, 1]. */
+typedef int (*pi_progress_callback)(float progress, void *user_data);
+
+typedef enum pi_ffn_activation {
+    PI_FFN_ACTIVATION_AUTO = 0, /* from the file: sparse and ReLU-marked files ReLU, else SwiGLU */
+    PI_FFN_ACTIVATION_RELU = 1, /* force the ReLU FFN (ReGLU for llama) */
+    PI_FFN_ACTIVATION_SILU = 2  /* force SwiGLU */
+} pi_ffn_activation;
+
+typedef struct pi_model_params {
+    size_t struct_size;
+    int32_t use_mmap;                    /* 1 (default): map weights; 0: read them into memory */
+    pi_progress_callback progress;       /* may be NULL */
+    void *progress_user_data;
+    int32_t ffn_activation;              /* pi_ffn_activation; dense files only */
+    int32_t dense;                       /* 1: compute every FFN neuron even in a sparse file */
+    int32_t override_sparse_threshold;   /* 1: use sparse_threshold below */
+    float sparse_threshold;              /* neuron active iff predictor score >= threshold */
+    double vram_budget;                  /* bytes for a GPU backend; < 0: free VRAM minus margin */
+    int32_t reset_gpu_index;             /* 1: ignore <model>.generated.gpuidx and re-plan */
+    int32_t disable_gpu_index;           /* 1: keep every FFN neuron on the CPU */
+    /* Where hot FFN neurons go: NULL or "auto" (a CUDA or HIP device when one is usable, else
+     * none), "cuda", "hip", "none", or "cpu" (a second CPU backend instance limited to
+     * vram_budget bytes: the hybrid path without a GPU, for testing). */
+    const char *offload_device;
+    /* Activation statistics for the planner: our GGUF statistics file or PowerInfer's
+     * activation/ folder. NULL: <model dir>/activation when present, else a short calibration
+     * run of the predictors. */
+    const char *activation_stats;
+    /* KV cache positions to reserve on the offload device once every dense block fits there
+     * (PowerInfer reserves it when a model is loaded with its context). Contexts with n_ctx up to
+     * this keep the KV cache of device attention layers on the device; 0 (default): the KV cache
+     * stays in host memory and attention scores are computed on the CPU. */
+    int32_t kv_n_ctx;
+} pi_model_params;
+
+PI_API pi_model_params pi_model_default_params(void);
+
+/* Loads a GGUF model ("GGUF" dense or "PWRI" sparse magic). On failure *out_model is NULL. */
+PI_API pi_status pi_model_load(const char *path, const pi_model_params *params,
+                               pi_model **out_model);
+PI_API void pi_model_free(pi_model *model);
+
+#define PI_MAX_LAYERS 256
+
+typedef struct pi_model_info {
+    size_t struct_size;
+    char architecture[32];      /* "llama", "bamboo" */
+    char name[128];             /* general.name or "" */
+    uint64_t n_params;          /* parameters (elements of all weights) */
+    uint64_t file_size;         /* bytes */
+    int32_t n_layer;
+    int32_t n_embd;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t n_ff;
+    int32_t n_vocab;
+    int32_t n_ctx_train;
+    int32_t sparse;             /* 1: the file is a PowerInfer sparse file (PWRI) */
+    int32_t sparse_inference;   /* 1: the predictor is used (sparse file and not forced dense) */
+    int32_t ffn_activation;     /* pi_ffn_activation actually used (RELU or SILU) */
+    float sparse_threshold;
+    int32_t predictor_rank[PI_MAX_LAYERS]; /* fc1 rows per layer (0 for dense files) */
+    char weight_type[16];       /* type of the FFN weights, e.g. "F16" */
+    char offload_device[64];    /* the offload device, "" when everything runs on the CPU */
+    uint64_t offload_bytes;     /* bytes of weights on that device: dense blocks and hot FFN rows */
+    int32_t hot_neurons[PI_MAX_LAYERS]; /* per layer, FFN neurons on the device */
+    int32_t attn_on_device[PI_MAX_LAYERS];      /* per layer, 1: attention weights on the device */
+    int32_t predictor_on_device[PI_MAX_LAYERS]; /* per layer, 1: predictor on the device */
+    int32_t output_on_device;   /* 1: output norm and projection on the device */
+    int32_t kv_n_ctx_on_device; /* KV cache positions reserved on the device (0: host memory) */
+} pi_model_info;
+
+/* What a budget would place where, without uploading anything: the planner's report (bytes per
+ * category, hot neurons per layer) as NUL-terminated text. params->vram_budget must be >= 0.
+ * When params->offload_device names a GPU backend this machine lacks ("cuda" or "hip"), the
+ * estimate still succeeds, for a device that computes every weight type, and its first line
+ * says why that backend is unavailable.
+ * On a short buffer returns PI_ERR_INVALID_ARGUMENT with *len set to the needed size (without
+ * the NUL). */
+PI_API pi_status pi_model_estimate_memory(const char *path, const pi_model_params *params, char *report,
+                                          size_t capacity, size_t *len);
+
+/* Fills *info; set info->struct_size = sizeof(pi_model_info) first. */
+PI_API pi_status pi_model_info_get(const pi_model *model, pi_model_info *info);
+
+/* ---------------------------------------------------------------- tokenizer */
+
+/* Tokenizes UTF-8 text (text_len bytes; text need not be NUL-terminated). Writes at most
+ * capacity ids and stores the number of tokens in *n_tokens. If capacity is too small,
+ * returns PI_ERR_INVALID_ARGUMENT with *n_tokens set to the needed size (tokens may be NULL
+ * with capacity 0 to query the size). */
+PI_API pi_status pi_tokenize(const pi_model *model, const char *text, size_t text_len,
+                             int32_t add_bos, pi_token *tokens, size_t capacity,
+                             size_t *n_tokens);
+/* Text of one token (bytes, not NUL-terminated) into buf; *len receives the needed size. A
+ * byte-fallback token yields one raw byte that may be part of a multi-byte character. */
+PI_API pi_status pi_token_to_piece(const pi_model *model, pi_token token, char *buf,
+                                   size_t capacity, size_t *len);
+/* Inverse of pi_tokenize: writes NUL-terminated text; *len receives the needed size without
+ * the NUL. On a short buffer returns PI_ERR_INVALID_ARGUMENT with *len set. */
+PI_API pi_status pi_detokenize(const pi_model *model, const pi_token *tokens, size_t n_tokens,
+                               char *buf, size_t capacity, size_t *len);
+
+PI_API pi_token pi_token_bos(const pi_model *model); /* -1 if none or model is NULL */
+PI_API pi_token pi_token_eos(const pi_model *model);
+PI_API pi_token pi_token_newline(const pi_model *model);
+PI_API int32_t pi_n_vocab(const pi_model *model);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct pi_context pi_context;
+
+typedef struct pi_context_params {
+    size_t struct_size;
+    int32_t n_ctx;      /* KV cache size in tokens (default 512; 0 = the model's n_ctx_train) */
+    int32_t n_batch;    /* most tokens per pi_decode call (default 512) */
+    int32_t n_threads;  /* CPU threads (default: hardware threads, at most 4); >= 1 */
+    uint32_t seed;      /* RNG seed of pi_generate's sampler; PI_SEED_RANDOM = time-based */
+    int32_t kv_f16;     /* 1 (default): F16 KV cache; 0: F32 */
+    int32_t audit_predictor; /* 1: also compute every FFN neuron to measure the predictor (slow) */
+} pi_context_params;
+
+#define PI_SEED_RANDOM 0xFFFFFFFFu
+
+PI_API pi_context_params pi_context_default_params(void);
+PI_API pi_status pi_context_create(pi_model *model, const pi_context_params *params,
+                                   pi_context **out_ctx);
+PI_API void pi_context_free(pi_context *ctx);
+PI_API int32_t pi_context_n_ctx(const pi_context *ctx);
+
+/* Requests that the running pi_decode/pi_generate on ctx stop at the next layer boundary.
+ * Safe to call from any thread; the request is cleared when the next call starts. */
+PI_API void pi_context_cancel(pi_context *ctx);
+
+/* Forgets cached positions >= pos (0 clears everything). */
+PI_API pi_status pi_kv_truncate(pi_context *ctx, int32_t pos);
+
+/* A batch of tokens for one sequence. pos[i] is token i's position; logits[i] != 0 requests
+ * its logits (NULL: only the last token's). Positions must be < n_ctx. */
+typedef struct pi_batch {
+    int32_t n_tokens;
+    const pi_token *tokens;
+    const int32_t *pos;     /* NULL: consecutive positions after the cached ones */
+    const int8_t *logits;   /* NULL: logits for the last token only */
+} pi_batch;
+
+/* Runs the model on the batch and stores the requested logits. Returns PI_STATUS_CANCELLED if
+ * pi_context_cancel() interrupted it: the cache then forgets the batch's positions and
+ * pi_context_n_past() drops to the batch's first position. */
+PI_API pi_status pi_decode(pi_context *ctx, const pi_batch *batch);
+
+/* Logits of the i-th token of the last batch (i = -1: the last token with logits). NULL if
+ * that token's logits were not requested; n_vocab floats otherwise, valid until the next
+ * pi_decode. */
+PI_API const float *pi_get_logits(pi_context *ctx, int32_t i);
+
+/* Number of cached positions (the next position pi_decode uses when batch.pos is NULL). */
+PI_API int32_t pi_context_n_past(const pi_context *ctx);
+
+typedef struct pi_context_stats {
+    size_t struct_size;
+    uint64_t n_prompt_tokens;   /* tokens of multi-token batches */
+    uint64_t n_decode_tokens;   /* tokens of single-token batches */
+    double prompt_seconds;
+    double decode_seconds;
+    double ffn_active_fraction; /* average fraction of FFN neurons computed per layer and token */
+    uint64_t decode_bytes;      /* bytes of weights and KV cache read by single-token batches */
+} pi_context_stats;
+
+PI_API pi_status pi_context_stats_get(const pi_context *ctx, pi_context_stats *stats);
+PI_API void pi_context_stats_reset(pi_context *ctx);
+/* Fraction of one layer's FFN neurons computed, averaged over the tokens counted in the stats. */
+PI_API pi_status pi_context_layer_active_fraction(const pi_context *ctx, int32_t layer, double *fraction);
+
+/* Predictor quality of one layer, counted over every token since the context was created or
+ * its statistics were reset. Needs audit_predictor = 1 in the context params; a neuron is truly
+ * active when its FFN activation is non-zero. */
+typedef struct pi_predictor_audit {
+    size_t struct_size;
+    uint64_t tokens;
+    uint64_t true_active;      /* (token, neuron) pairs with a non-zero activation */
+    uint64_t predicted_active; /* pairs the predictor selected */
+    uint64_t true_positive;    /* pairs both active and selected */
+    double recall;             /* true_positive / true_active (1 when true_active is 0) */
+    double precision;          /* true_positive / predicted_active (1 when predicted_active is 0) */
+} pi_predictor_audit;
+
+/* PI_ERR_INVALID_ARGUMENT for a bad layer; PI_ERR_UNSUPPORTED when auditing is off or the
+ * model runs dense. */
+PI_API pi_status pi_predictor_audit_get(const pi_context *ctx, int32_t layer, pi_predictor_audit *audit);
+
+/* Sees one layer's FFN for one pi_decode batch, e.g. to collect a predictor's training data.
+ * Called on the decoding thread once per layer per batch, in layer order, after the FFN's
+ * activation and before its down projection adds into the residual stream (pi_generate's
+ * decodes call it too).
+ * - ffn_input [n_tokens][n_embd]: the residual stream before ffn_norm (what the predictor reads).
+ * - activation [n_tokens][n_ff]: the FFN activation the engine computed from gate·xn and up·xn,
+ *   xn = ffn_norm(ffn_input) (ReGLU: relu(gate·xn) * (up·xn); bamboo: relu of both; SwiGLU for
+ *   a dense SiLU file). When every neuron is computed (a dense file, or
+ *   pi_model_params.dense = 1 on a sparse file) it is the true activation: a neuron is active
+ *   iff its value is non-zero, as pi_predictor_audit counts it. In sparse inference a neuron
+ *   the predictor did not select is 0 whatever its true value, so non-zero then means "selected
+ *   and truly active".
+ * Row t belongs to the batch's token t. Both arrays are valid only during the call. The
+ * observer must not call functions on the decoding context (pi_context_cancel excepted).
+ * Return 0 to stop the decode: pi_decode then returns PI_STATUS_CANCELLED and the cache forgets
+ * the batch, as after pi_context_cancel(). */
+typedef int (*pi_ffn_observer)(int32_t layer, int32_t n_tokens, const float *ffn_input,
+                               int32_t n_embd, const float *activation, int32_t n_ff,
+                               void *user_data);
+
+/* Sets ctx's FFN observer; NULL removes it. PI_ERR_UNSUPPORTED when some layer's FFN runs on an
+ * offload device (hot neurons there, whose activations stay on the device): observe a model
+ * loaded with offload_device = "none" or disable_gpu_index = 1. */
+PI_API pi_status pi_context_set_ffn_observer(pi_context *ctx, pi_ffn_observer observer,
+                                             void *user_data);
+
+/* ---------------------------------------------------------------- sampling */
+
+typedef struct pi_sampler pi_sampler;
+
+typedef struct pi_sampler_params {
+    size_t struct_size;
+    float temperature; /* <= 0: greedy (argmax) */
+    int32_t top_k;     /* <= 0: all tokens */
+    float top_p;       /* 1: off */
+    uint32_t seed;     /* PI_SEED_RANDOM: time-based */
+} pi_sampler_params;
+
+PI_API pi_sampler_params pi_sampler_default_params(void);
+PI_API pi_status pi_sampler_create(const pi_sampler_params *params, pi_sampler **out);
+PI_API void pi_sampler_free(pi_sampler *sampler);
+/* Samples from n_vocab logits: top-k, then top-p, then temperature, then a draw from the
+ * softmax with the sampler's seeded RNG. */
+PI_API pi_status pi_sample(pi_sampler *sampler, const float *logits, int32_t n_vocab,
+                           pi_token *out_token);
+
+/* ---------------------------------------------------------------- generation */
+
+/* Receives complete UTF-8 text only (bytes of a split character are held back until whole).
+ * Return 0 to stop generation (pi_generate then returns PI_STATUS_CANCELLED). */
+typedef int (*pi_token_callback)(const char *text, size_t len, void *user_data);
+
+typedef struct pi_generate_params {
+    size_t struct_size;
+    int32_t max_tokens;          /* default 128; generation also stops at EOS */
+    pi_sampler_params sampling;
+    const char *const *stop;     /* stop strings (may be NULL); the match is not emitted */
+    size_t n_stop;
+    int32_t add_bos;             /* 1 (default) */
+    pi_token_callback callback;  /* may be NULL */
+    void *user_data;
+} pi_generate_params;
+
+typedef struct pi_generate_result {
+    size_t struct_size;
+    int32_t n_prompt_tokens;
+    int32_t n_generated_tokens;
+    double prompt_seconds;
+    double decode_seconds;
+    int32_t stop_reason;         /* pi_stop_reason */
+} pi_generate_result;
+
+typedef enum pi_stop_reason {
+    PI_STOP_NONE = 0,
+    PI_STOP_EOS = 1,
+    PI_STOP_MAX_TOKENS = 2,
+    PI_STOP_STRING = 3,
+    PI_STOP_CALLBACK = 4,
+    PI_STOP_CANCELLED = 5,
+    PI_STOP_CONTEXT_FULL = 6     /* the context filled up before any other reason */
+} pi_stop_reason;
+
+PI_API pi_generate_params pi_generate_default_params(void);
+/* Clears the context, tokenizes the prompt, decodes it, then samples and streams tokens until
+ * EOS, max_tokens, a stop string, the callback returning 0 or pi_context_cancel(). result may
+ * be NULL. A prompt that does not fit in n_ctx is PI_ERR_CONTEXT_FULL. */
+PI_API pi_status pi_generate(pi_context *ctx, const char *prompt,
+                             const pi_generate_params *params, pi_generate_result *result);
+
+/* ---------------------------------------------------------------- synthetic models */
+
+typedef struct pi_synth_params {
+    size_t struct_size;
+    const char *arch;        /* "llama" (default) or "bamboo" */
+    int32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train;
+    int32_t predictor_rank;  /* 0: chosen by the construction */
+    int32_t f16;             /* 1: F16 weights; 0: F32 */
+    int32_t sparse;          /* 1: PowerInfer sparse file; 0: dense file */
+    int32_t dense_relu;      /* dense files: mark the FFN as ReLU (default 1) */
+    float sparsity;          /* target inactive fraction, default 0.9 */
+    float power_law;         /* skew of neuron firing frequency, default 1 */
+    float predictor_noise;   /* 0: exact predictor */
+    uint64_t seed;
+    const char *vocab_path;  /* vocab-only GGUF (e.g. tests/data/relu-llama-kjv.vocab.gguf) */
+} pi_synth_params;
+
+PI_API pi_synth_params pi_synth_default_params(void);
+/* Writes a synthetic PowerInfer-format model with realistic activation sparsity. */
+PI_API pi_status pi_synth_model_write(const pi_synth_params *params, const char *out_path);
+
+/* ---------------------------------------------------------------- quantization */
+
+typedef struct pi_quantize_params {
+    size_t struct_size;
+    const char *type;          /* target: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "F32" */
+    int32_t n_threads;         /* <= 0: hardware threads */
+    int32_t keep_predictor;    /* 1: leave fc1/fc2 at their input precision */
+    pi_progress_callback progress; /* may be NULL; returning 0 cancels (no output is left) */
+    void *progress_user_data;
+} pi_quantize_params;
+
+PI_API pi_quantize_params pi_quantize_default_params(void);
+/* Converts a F32/F16 model (sparse or dense) to params->type, preserving the magic, metadata and
+ * tensor order; 1-D tensors stay F32. Writes to a temporary file and renames it; refuses to
+ * overwrite the input. */
+PI_API pi_status pi_model_quantize(const char *in_path, const char *out_path,
+                                   const pi_quantize_params *params);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POWERINFER_H */
