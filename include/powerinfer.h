@@ -20,8 +20,14 @@
  * - Handles come back through out-parameters; every *_free accepts NULL.
  * - No call aborts, exits or asserts on any input.
  *
- * Parameter structs start with `size_t struct_size` and come from pi_*_default_params();
- * fields are only ever appended, so programs built against an older header keep working.
+ * ABI contract (docs/abi.md)
+ * - Parameter structs start with `size_t struct_size` and come from pi_*_default_params();
+ *   fields are only ever appended, so programs built against an older header keep working:
+ *   fields a caller's smaller struct lacks take their defaults.
+ * - Output structs (pi_model_info, pi_context_stats, pi_predictor_audit, pi_generate_result,
+ *   pi_token_event) also start with struct_size: the library fills only the prefix the caller's
+ *   struct_size covers.
+ * - No struct embeds another struct by value, so no struct's layout moves when another grows.
  */
 #ifndef POWERINFER_H
 #define POWERINFER_H
@@ -42,8 +48,10 @@ extern "C" {
 #endif
 
 #define PI_VERSION_MAJOR 0
-#define PI_VERSION_MINOR 1
+#define PI_VERSION_MINOR 2
 #define PI_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, as pi_version_number() returns it. */
+#define PI_VERSION_NUMBER (PI_VERSION_MAJOR * 10000 + PI_VERSION_MINOR * 100 + PI_VERSION_PATCH)
 
 /* ---------------------------------------------------------------- status and errors */
 
@@ -68,6 +76,8 @@ PI_API const char *pi_last_error(void);
 
 /* "MAJOR.MINOR.PATCH". */
 PI_API const char *pi_version(void);
+/* The library's PI_VERSION_NUMBER: compare it with the header's to detect a mismatch at run time. */
+PI_API uint32_t pi_version_number(void);
 /* Human-readable summary: version, CPU features, compiled and loaded backends, devices, and
  * why a backend is unavailable. Static storage, valid until the next call. */
 PI_API const char *pi_system_info(void);
@@ -199,9 +209,46 @@ PI_API pi_token pi_token_eos(const pi_model *model);
 PI_API pi_token pi_token_newline(const pi_model *model);
 PI_API int32_t pi_n_vocab(const pi_model *model);
 
+#define PI_TOKENIZE_ADD_BOS 1u       /* prepend BOS */
+#define PI_TOKENIZE_PARSE_SPECIAL 2u /* the text of control tokens ("<s>", "<|im_start|>") is that token */
+/* pi_tokenize with PI_TOKENIZE_* flags; the same buffer contract. Unknown flag bits are
+ * PI_ERR_INVALID_ARGUMENT. */
+PI_API pi_status pi_tokenize_with_flags(const pi_model *model, const char *text, size_t text_len,
+                                        uint32_t flags, pi_token *tokens, size_t capacity,
+                                        size_t *n_tokens);
+/* End-of-turn token (tokenizer.ggml.eot_token_id, or a known end-of-turn text); -1 if none. */
+PI_API pi_token pi_token_eot(const pi_model *model);
+/* 1 when the token ends generation (EOS, EOT or another end-of-turn token); 0 otherwise and on
+ * bad arguments. */
+PI_API int32_t pi_token_is_eog(const pi_model *model, pi_token token);
+
+/* ---------------------------------------------------------------- chat templates */
+
+/* One message of a conversation; role is "system", "user" or "assistant". */
+typedef struct pi_chat_message {
+    const char *role;
+    const char *content;
+} pi_chat_message;
+
+/* Renders messages with a chat template (docs/chat-templates.md). tmpl NULL: the model's
+ * tokenizer.chat_template; else a template name ("llama2", "chatml", "vicuna", "zephyr",
+ * "mistral", "llama3") or a Jinja template text that is recognised. add_assistant != 0: ends
+ * with the opening of the assistant's turn. model may be NULL when tmpl is given. Writes
+ * NUL-terminated text; on a short buffer PI_ERR_INVALID_ARGUMENT with *len = the needed size
+ * without the NUL. An unknown template is PI_ERR_UNSUPPORTED naming it. The text holds special
+ * tokens: tokenize it with PI_TOKENIZE_PARSE_SPECIAL (and without BOS when it starts with one). */
+PI_API pi_status pi_chat_apply_template(const pi_model *model, const char *tmpl,
+                                        const pi_chat_message *messages, size_t n_messages,
+                                        int32_t add_assistant, char *buf, size_t capacity,
+                                        size_t *len);
+/* The name of the template pi_chat_apply_template would use (e.g. "chatml"); same contract. */
+PI_API pi_status pi_chat_template_name(const pi_model *model, const char *tmpl, char *buf,
+                                       size_t capacity, size_t *len);
+
 /* ---------------------------------------------------------------- context */
 
 typedef struct pi_context pi_context;
+typedef struct pi_sampler pi_sampler;
 
 typedef struct pi_context_params {
     size_t struct_size;
@@ -211,7 +258,12 @@ typedef struct pi_context_params {
     uint32_t seed;      /* RNG seed of pi_generate's sampler; PI_SEED_RANDOM = time-based */
     int32_t kv_f16;     /* 1 (default): F16 KV cache; 0: F32 */
     int32_t audit_predictor; /* 1: also compute every FFN neuron to measure the predictor (slow) */
+    /* appended in 0.2 */
+    int32_t n_seq_max;  /* sequences the KV cache holds at once, ids 0 .. n_seq_max-1 (default 1,
+                         * at most PI_MAX_SEQUENCES); they share its n_ctx cells */
 } pi_context_params;
+
+#define PI_MAX_SEQUENCES 64
 
 #define PI_SEED_RANDOM 0xFFFFFFFFu
 
@@ -225,11 +277,12 @@ PI_API int32_t pi_context_n_ctx(const pi_context *ctx);
  * Safe to call from any thread; the request is cleared when the next call starts. */
 PI_API void pi_context_cancel(pi_context *ctx);
 
-/* Forgets cached positions >= pos (0 clears everything). */
+/* Forgets cached positions >= pos of every sequence (0 clears everything). */
 PI_API pi_status pi_kv_truncate(pi_context *ctx, int32_t pos);
 
-/* A batch of tokens for one sequence. pos[i] is token i's position; logits[i] != 0 requests
- * its logits (NULL: only the last token's). Positions must be < n_ctx. */
+/* A batch of tokens for sequence 0 (pi_seq_batch carries several). pos[i] is token i's
+ * position; logits[i] != 0 requests its logits (NULL: only the last token's). Positions must be
+ * < n_ctx. */
 typedef struct pi_batch {
     int32_t n_tokens;
     const pi_token *tokens;
@@ -247,8 +300,71 @@ PI_API pi_status pi_decode(pi_context *ctx, const pi_batch *batch);
  * pi_decode. */
 PI_API const float *pi_get_logits(pi_context *ctx, int32_t i);
 
-/* Number of cached positions (the next position pi_decode uses when batch.pos is NULL). */
+/* Sequence 0's next position: 1 + its highest cached position (what pi_decode uses when
+ * batch.pos is NULL). */
 PI_API int32_t pi_context_n_past(const pi_context *ctx);
+
+/* ---------------------------------------------------------------- sequences */
+
+typedef int32_t pi_seq_id;
+
+/* Tokens of any sequences in one forward pass: each token attends only to the cached and batched
+ * tokens of its own sequence, and the sparse FFN still chooses neurons per token. A token's
+ * (sequence, position) already in the cache is replaced. */
+typedef struct pi_seq_batch {
+    size_t struct_size;       /* sizeof(pi_seq_batch) */
+    int32_t n_tokens;         /* 1 .. n_batch */
+    const pi_token *tokens;
+    const int32_t *pos;       /* NULL: each token follows its sequence's last (cached or batched) */
+    const pi_seq_id *seq_id;  /* NULL: every token is in sequence 0 */
+    const int8_t *logits;     /* NULL: the logits of each sequence's last token of the batch */
+} pi_seq_batch;
+
+/* Runs the batch (pi_decode's contract); PI_ERR_CONTEXT_FULL when no free cell is left for a
+ * token or a position is >= n_ctx, with the cache as before the call. */
+PI_API pi_status pi_context_decode(pi_context *ctx, const pi_seq_batch *batch);
+PI_API int32_t pi_context_n_seq_max(const pi_context *ctx);
+
+/* Per-sequence cache edits (docs/sequences.md). Positions [p0, p1): p0 < 0 means 0, p1 < 0 means
+ * to the end. A sequence id outside [0, n_seq_max) is PI_ERR_INVALID_ARGUMENT; seq = -1 in
+ * pi_kv_seq_remove means every sequence. */
+PI_API pi_status pi_kv_seq_remove(pi_context *ctx, pi_seq_id seq, int32_t p0, int32_t p1);
+/* dst shares src's cached tokens in [p0, p1) without recomputing them (dst's own tokens in the
+ * range are forgotten first). */
+PI_API pi_status pi_kv_seq_copy(pi_context *ctx, pi_seq_id src, pi_seq_id dst, int32_t p0,
+                                int32_t p1);
+/* Forgets every sequence but seq. */
+PI_API pi_status pi_kv_seq_keep(pi_context *ctx, pi_seq_id seq);
+/* Adds delta to the positions in [p0, p1) of seq and re-rotates their cached keys; positions
+ * that would fall below 0 are forgotten. */
+PI_API pi_status pi_kv_seq_shift(pi_context *ctx, pi_seq_id seq, int32_t p0, int32_t p1,
+                                 int32_t delta);
+/* Lowest and highest cached position of seq; -1 when it is empty or the arguments are bad. */
+PI_API int32_t pi_kv_seq_pos_min(const pi_context *ctx, pi_seq_id seq);
+PI_API int32_t pi_kv_seq_pos_max(const pi_context *ctx, pi_seq_id seq);
+/* Cache cells in use (a cell shared by copied sequences counts once). */
+PI_API int32_t pi_kv_n_used_cells(const pi_context *ctx);
+
+/* ---------------------------------------------------------------- saved state */
+
+/* A context's state: the KV cache of one sequence (seq >= 0) or of all (seq = -1), the tokens
+ * behind it (for pi_generate's cache reuse), the last logits and, when sampler is not NULL, that
+ * sampler's state (history, mirostat, RNG). Loading into a context of the same model restores it
+ * so that decoding and sampling continue bit-identically (docs/state.md). A single sequence's
+ * state loads into sequence seq of the target, replacing it.
+ * Save: buf NULL with capacity 0 asks the size; on a short buffer PI_ERR_INVALID_ARGUMENT with
+ * *len = the needed size. Load: data from another model, another version, another KV type or
+ * a truncated blob is PI_ERR_FORMAT naming the reason, and the context and sampler are untouched;
+ * one that needs more cells or sequences than the context has is PI_ERR_CONTEXT_FULL. */
+PI_API pi_status pi_context_state_save(pi_context *ctx, pi_seq_id seq, const pi_sampler *sampler,
+                                       void *buf, size_t capacity, size_t *len);
+PI_API pi_status pi_context_state_load(pi_context *ctx, pi_seq_id seq, pi_sampler *sampler,
+                                       const void *data, size_t len);
+/* The same to a file, written to a temporary file and renamed (PI_ERR_IO naming the path). */
+PI_API pi_status pi_context_state_save_file(pi_context *ctx, pi_seq_id seq,
+                                            const pi_sampler *sampler, const char *path);
+PI_API pi_status pi_context_state_load_file(pi_context *ctx, pi_seq_id seq, pi_sampler *sampler,
+                                            const char *path);
 
 typedef struct pi_context_stats {
     size_t struct_size;
@@ -310,23 +426,86 @@ PI_API pi_status pi_context_set_ffn_observer(pi_context *ctx, pi_ffn_observer ob
 
 /* ---------------------------------------------------------------- sampling */
 
-typedef struct pi_sampler pi_sampler;
+typedef struct pi_logit_bias {
+    pi_token token;
+    float bias; /* added to the token's logit; -INFINITY forbids it */
+} pi_logit_bias;
+
+/* The reorderable stages of the chain (docs/sampling.md). The chain runs: logit bias, the grammar,
+ * the stages in order (default: this enum's order, llama.cpp's), then the pick: greedy when
+ * temperature <= 0, mirostat when mirostat != 0, else a seeded draw. */
+typedef enum pi_sampler_stage {
+    PI_SAMPLER_STAGE_PENALTIES = 0,
+    PI_SAMPLER_STAGE_DRY = 1,
+    PI_SAMPLER_STAGE_TOP_K = 2,
+    PI_SAMPLER_STAGE_TYPICAL = 3,
+    PI_SAMPLER_STAGE_TOP_P = 4,
+    PI_SAMPLER_STAGE_MIN_P = 5,
+    PI_SAMPLER_STAGE_XTC = 6,
+    PI_SAMPLER_STAGE_TEMPERATURE = 7
+} pi_sampler_stage;
 
 typedef struct pi_sampler_params {
     size_t struct_size;
-    float temperature; /* <= 0: greedy (argmax) */
-    int32_t top_k;     /* <= 0: all tokens */
-    float top_p;       /* 1: off */
+    float temperature; /* 0.8; <= 0: greedy (argmax) */
+    int32_t top_k;     /* 40; <= 0: all tokens */
+    float top_p;       /* 0.95; 1: off */
     uint32_t seed;     /* PI_SEED_RANDOM: time-based */
+    /* appended in 0.2; the defaults are llama.cpp's */
+    float min_p;                 /* 0.05; 0: off */
+    float typical_p;             /* 1: off */
+    float dynatemp_range;        /* 0: off; else the temperature moves in temperature +- range */
+    float dynatemp_exponent;     /* 1 */
+    int32_t penalty_last_n;      /* 64: accepted tokens the penalties look at; 0: off; -1: all */
+    float repeat_penalty;        /* 1: off */
+    float frequency_penalty;     /* 0: off */
+    float presence_penalty;      /* 0: off */
+    float dry_multiplier;        /* 0: off */
+    float dry_base;              /* 1.75 */
+    int32_t dry_allowed_length;  /* 2 */
+    int32_t dry_penalty_last_n;  /* -1: every accepted token */
+    const char *const *dry_sequence_breakers; /* NULL: "\n", ":", "\"", "*" */
+    size_t n_dry_sequence_breakers;
+    float xtc_probability;       /* 0: off */
+    float xtc_threshold;         /* 0.1 */
+    int32_t mirostat;            /* 0: off; 1 or 2: mirostat v1 or v2 */
+    float mirostat_tau;          /* 5 */
+    float mirostat_eta;          /* 0.1 */
+    int32_t min_keep;            /* 0: truncating stages may keep a single token */
+    const pi_logit_bias *logit_bias;
+    size_t n_logit_bias;
+    const int32_t *stages;       /* pi_sampler_stage values in order; NULL: the default order */
+    size_t n_stages;
+    const char *grammar;         /* GBNF text (docs/grammar.md); NULL: none */
+    const char *grammar_root;    /* NULL: "root" */
+    const char *json_schema;     /* a JSON schema compiled to a grammar; NULL: none */
 } pi_sampler_params;
 
 PI_API pi_sampler_params pi_sampler_default_params(void);
+/* A chain without a model: a grammar, a JSON schema, DRY sequence breakers and a logit bias need
+ * the vocabulary and are PI_ERR_INVALID_ARGUMENT here. */
 PI_API pi_status pi_sampler_create(const pi_sampler_params *params, pi_sampler **out);
+/* A chain for model's vocabulary. A malformed grammar is PI_ERR_INVALID_ARGUMENT naming its line
+ * and column. */
+PI_API pi_status pi_sampler_create_for_model(const pi_model *model, const pi_sampler_params *params,
+                                             pi_sampler **out);
 PI_API void pi_sampler_free(pi_sampler *sampler);
-/* Samples from n_vocab logits: top-k, then top-p, then temperature, then a draw from the
- * softmax with the sampler's seeded RNG. */
+/* Runs the chain over n_vocab logits, picks a token and accepts it (the penalties' history, the
+ * grammar and mirostat advance). */
 PI_API pi_status pi_sample(pi_sampler *sampler, const float *logits, int32_t n_vocab,
                            pi_token *out_token);
+/* Records a token the sampler did not pick (e.g. of the prompt) in the history the penalties and
+ * DRY look at; the grammar is not advanced. */
+PI_API pi_status pi_sampler_accept(pi_sampler *sampler, pi_token token);
+/* Forgets the history, restarts the grammar and mirostat, and reseeds the RNG with its seed. */
+PI_API void pi_sampler_reset(pi_sampler *sampler);
+/* The sampler's mutable state (history, grammar position, mirostat, RNG). Save: buf NULL with
+ * capacity 0 asks the size; on a short buffer PI_ERR_INVALID_ARGUMENT with *len = the needed
+ * size. Load: a blob of a differently configured sampler or a truncated one is PI_ERR_FORMAT
+ * naming the reason, with the sampler untouched. */
+PI_API pi_status pi_sampler_state_save(const pi_sampler *sampler, void *buf, size_t capacity,
+                                       size_t *len);
+PI_API pi_status pi_sampler_state_load(pi_sampler *sampler, const void *data, size_t len);
 
 /* ---------------------------------------------------------------- generation */
 
@@ -334,24 +513,63 @@ PI_API pi_status pi_sample(pi_sampler *sampler, const float *logits, int32_t n_v
  * Return 0 to stop generation (pi_generate then returns PI_STATUS_CANCELLED). */
 typedef int (*pi_token_callback)(const char *text, size_t len, void *user_data);
 
+/* One generated token, for pi_token_event_callback. Valid only during the call. */
+typedef struct pi_token_event {
+    size_t struct_size;
+    pi_token token;
+    float logprob;               /* log-probability the model gave the token (log-softmax of the
+                                  * logits, before sampling) */
+    const char *text;            /* the complete UTF-8 text this token releases (may be empty while
+                                  * bytes of a character or of a possible stop string wait) */
+    size_t len;
+    int32_t n_top;               /* alternatives below: the n_probs most probable tokens */
+    const pi_token *top_tokens;
+    const float *top_logprobs;
+} pi_token_event;
+/* Return 0 to stop generation (pi_generate then returns PI_STATUS_CANCELLED). */
+typedef int (*pi_token_event_callback)(const pi_token_event *event, void *user_data);
+
 typedef struct pi_generate_params {
     size_t struct_size;
-    int32_t max_tokens;          /* default 128; generation also stops at EOS */
-    pi_sampler_params sampling;
+    int32_t max_tokens;          /* default 128; generation also stops at an end-of-generation token */
+    /* The basic sampler, in the place where 0.1 embedded a pi_sampler_params (its layout):
+     * sampling_struct_size is ignored. sampler_params or sampler below replace these. */
+    size_t sampling_struct_size;
+    float temperature;           /* 0.8; <= 0: greedy */
+    int32_t top_k;               /* 40 */
+    float top_p;                 /* 0.95 */
+    uint32_t seed;               /* PI_SEED_RANDOM: time-based */
     const char *const *stop;     /* stop strings (may be NULL); the match is not emitted */
     size_t n_stop;
-    int32_t add_bos;             /* 1 (default) */
+    int32_t add_bos;             /* 1 (default); no BOS is added when the cache already holds tokens */
     pi_token_callback callback;  /* may be NULL */
-    void *user_data;
+    void *user_data;             /* for callback and on_token */
+    /* appended in 0.2 */
+    const pi_sampler_params *sampler_params; /* NULL: the basic fields above; else the whole chain */
+    pi_sampler *sampler;         /* NULL; else the caller's chain, used and advanced (it keeps its
+                                  * history across calls), replacing both */
+    int32_t reuse_cache;         /* 1 (default): keep the cached tokens the prompt starts with and
+                                  * decode only the rest; 0: clear the sequence first */
+    int32_t context_shift;       /* 0 (default): stop with PI_STOP_CONTEXT_FULL when the context is
+                                  * full; 1: keep the first n_keep tokens, drop half of the rest and
+                                  * go on */
+    int32_t n_keep;              /* tokens a context shift keeps at the start (default 1: BOS) */
+    pi_seq_id seq_id;            /* the sequence to generate in (default 0) */
+    int32_t parse_special;       /* 1: control-token text in the prompt is that token */
+    pi_token_event_callback on_token; /* may be NULL; called after callback for each token */
+    int32_t n_probs;             /* alternatives each pi_token_event carries (0 .. 64) */
 } pi_generate_params;
 
 typedef struct pi_generate_result {
     size_t struct_size;
-    int32_t n_prompt_tokens;
+    int32_t n_prompt_tokens;     /* tokens of the prompt, cached ones included */
     int32_t n_generated_tokens;
     double prompt_seconds;
     double decode_seconds;
     int32_t stop_reason;         /* pi_stop_reason */
+    /* appended in 0.2 */
+    int32_t n_cached_tokens;     /* prompt tokens the cache already held (not decoded again) */
+    int32_t n_context_shifts;
 } pi_generate_result;
 
 typedef enum pi_stop_reason {
@@ -365,8 +583,10 @@ typedef enum pi_stop_reason {
 } pi_stop_reason;
 
 PI_API pi_generate_params pi_generate_default_params(void);
-/* Clears the context, tokenizes the prompt, decodes it, then samples and streams tokens until
- * EOS, max_tokens, a stop string, the callback returning 0 or pi_context_cancel(). result may
+/* Tokenizes the prompt, keeps the cached tokens of seq_id it starts with (reuse_cache), decodes
+ * the rest, then samples and streams tokens until an end-of-generation token, max_tokens, a stop
+ * string, a callback returning 0 or pi_context_cancel(). The generated tokens stay in the cache,
+ * so a chat's next turn sends the whole transcript and pays only for its new tokens. result may
  * be NULL. A prompt that does not fit in n_ctx is PI_ERR_CONTEXT_FULL. */
 PI_API pi_status pi_generate(pi_context *ctx, const char *prompt,
                              const pi_generate_params *params, pi_generate_result *result);

@@ -28,7 +28,14 @@ pi_generate_params pi_generate_default_params(void) {
     pi_generate_params p{};
     p.struct_size = sizeof(p);
     p.max_tokens = 128;
-    p.sampling = pi_sampler_default_params();
+    const pi_sampler_params basic = pi_sampler_default_params();
+    p.sampling_struct_size = sizeof(pi_sampler_params);
+    p.temperature = basic.temperature;
+    p.top_k = basic.top_k;
+    p.top_p = basic.top_p;
+    p.seed = basic.seed;
+    p.reuse_cache = 1;
+    p.n_keep = 1;
     p.add_bos = 1;
     return p;
 }
@@ -47,8 +54,12 @@ pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_par
             fail(status::invalid_argument, "pi_generate_params.stop is NULL but n_stop > 0");
         generate_options o;
         o.max_tokens = p.max_tokens;
-        o.sampling = to_sampler_options(
-            api::read_params(&p.sampling, pi_sampler_default_params(), "pi_sampler_params"));
+        pi_sampler_params basic = pi_sampler_default_params();
+        basic.temperature = p.temperature;
+        basic.top_k = p.top_k;
+        basic.top_p = p.top_p;
+        basic.seed = p.seed;
+        o.sampling = to_sampler_options(basic);
         for (size_t i = 0; i < p.n_stop; ++i) {
             if (!p.stop[i]) fail(status::invalid_argument, "stop string ", i, " is NULL");
             o.stop.emplace_back(p.stop[i]);

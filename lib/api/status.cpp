@@ -55,8 +55,16 @@ const char* pi_last_error(void) {
     return pi::api::last_error.c_str();
 }
 
+#define PI_STRINGIFY_(x) #x
+#define PI_STRINGIFY(x) PI_STRINGIFY_(x)
+
 const char* pi_version(void) {
-    return "0.1.0";
+    return PI_STRINGIFY(PI_VERSION_MAJOR) "." PI_STRINGIFY(PI_VERSION_MINOR) "." PI_STRINGIFY(
+        PI_VERSION_PATCH);
+}
+
+uint32_t pi_version_number(void) {
+    return PI_VERSION_NUMBER;
 }
 
 } // extern "C"

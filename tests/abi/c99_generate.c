@@ -130,7 +130,7 @@ static int collect(const char* text, size_t len, void* user_data) {
 static pi_status generate(pi_context* ctx, text_buffer* buffer, pi_generate_result* result) {
     pi_generate_params params = pi_generate_default_params();
     params.max_tokens = 8;
-    params.sampling.temperature = 0.0f;
+    params.temperature = 0.0f;
     params.callback = collect;
     params.user_data = buffer;
     result->struct_size = sizeof *result;

@@ -43,7 +43,7 @@ std::string generate_text(pi_context* ctx, const char* prompt, int n) {
     std::string out;
     pi_generate_params gp = pi_generate_default_params();
     gp.max_tokens = n;
-    gp.sampling.temperature = 0.0f;
+    gp.temperature = 0.0f;
     gp.callback = [](const char* t, size_t len, void* u) {
         static_cast<std::string*>(u)->append(t, len);
         return 1;
@@ -58,7 +58,9 @@ std::string generate_text(pi_context* ctx, const char* prompt, int n) {
 TEST_CASE("status names and the version are available") {
     CHECK(std::string(pi_status_str(PI_ERR_FORMAT)) == "PI_ERR_FORMAT");
     CHECK(std::string(pi_status_str(static_cast<pi_status>(-99))) == "PI_ERR_UNKNOWN_STATUS");
-    CHECK(std::string(pi_version()) == "0.1.0");
+    CHECK(std::string(pi_version()) == "0.2.0");
+    CHECK(pi_version_number() == PI_VERSION_NUMBER);
+    CHECK(pi_version_number() == 200u);
     CHECK(std::string(pi_system_info()).find("CPU backend") != std::string::npos);
 }
 

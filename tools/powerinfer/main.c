@@ -164,10 +164,10 @@ int main(int argc, char** argv) {
 
     pi_generate_params gp = pi_generate_default_params();
     gp.max_tokens = o.n_predict < 0 ? 0x7fffffff : o.n_predict;
-    gp.sampling.temperature = o.temp;
-    gp.sampling.top_k = o.top_k;
-    gp.sampling.top_p = o.top_p;
-    gp.sampling.seed = o.seed < 0 ? PI_SEED_RANDOM : (uint32_t)o.seed;
+    gp.temperature = o.temp;
+    gp.top_k = o.top_k;
+    gp.top_p = o.top_p;
+    gp.seed = o.seed < 0 ? PI_SEED_RANDOM : (uint32_t)o.seed;
     gp.callback = print_piece;
     pi_generate_result res = {0};
     res.struct_size = sizeof(res);

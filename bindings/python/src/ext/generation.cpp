@@ -85,10 +85,10 @@ generation::generation(std::shared_ptr<context_state> context, std::string promp
     g.capacity = capacity == 0 ? std::numeric_limits<size_t>::max() : capacity;
     g.params = pi_generate_default_params();
     g.params.max_tokens = args.max_tokens;
-    g.params.sampling.temperature = args.temperature;
-    g.params.sampling.top_k = args.top_k;
-    g.params.sampling.top_p = args.top_p;
-    g.params.sampling.seed = args.seed.value_or(g.context->seed);
+    g.params.temperature = args.temperature;
+    g.params.top_k = args.top_k;
+    g.params.top_p = args.top_p;
+    g.params.seed = args.seed.value_or(g.context->seed);
     g.params.add_bos = args.add_bos ? 1 : 0;
     g.params.callback = &queue_piece;
     g.params.user_data = &g;
