@@ -65,6 +65,8 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf::file& f) {
     v.unk = read_special_id(f, "tokenizer.ggml.unknown_token_id", 0);
     v.sep = read_special_id(f, "tokenizer.ggml.seperator_token_id", -1);
     v.pad = read_special_id(f, "tokenizer.ggml.padding_token_id", -1);
+    v.eot = read_special_id(f, "tokenizer.ggml.eot_token_id", -1);
+    v.chat_template = f.get_string("tokenizer.chat_template", "");
     return from_vocab(std::move(v));
 }
 

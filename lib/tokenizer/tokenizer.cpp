@@ -5,8 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "support/error.hpp"
 #include "tokenizer/tokenizer_impl.hpp"
@@ -69,6 +72,41 @@ void validate(vocab& v) {
     check_special_id(v.unk, "tokenizer.ggml.unknown_token_id", n);
     check_special_id(v.sep, "tokenizer.ggml.seperator_token_id", n);
     check_special_id(v.pad, "tokenizer.ggml.padding_token_id", n);
+    check_special_id(v.eot, "tokenizer.ggml.eot_token_id", n);
+}
+
+// Texts of the tokens that end a turn in the common chat formats: the EOT when the file names
+// none (the first of them present), and, with EOS and EOT, the tokens that end a generation.
+constexpr std::string_view end_of_turn_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",
+                                                  "<end_of_turn>", "<|endoftext|>"};
+constexpr std::string_view end_of_message_text = "<|eom_id|>"; // Llama 3.1: a tool call ends
+
+bool is_special_type(token_type t) noexcept {
+    return t == token_type::control || t == token_type::user_defined || t == token_type::unknown;
+}
+
+void build_special_tables(vocab_tables& t) {
+    const size_t n = t.v.text.size();
+    for (size_t i = 0; i < n; ++i)
+        if (is_special_type(t.v.type[i]) && !t.v.text[i].empty())
+            t.special_by_length.push_back(static_cast<int32_t>(i));
+    std::stable_sort(t.special_by_length.begin(), t.special_by_length.end(),
+                     [&](int32_t a, int32_t b) { return t.v.text[a].size() > t.v.text[b].size(); });
+
+    if (t.v.eot == -1) {
+        for (const std::string_view text : end_of_turn_texts) {
+            if (const int32_t id = t.find(text); id >= 0) {
+                t.v.eot = id;
+                break;
+            }
+        }
+    }
+    for (const int32_t id : {t.v.eos, t.v.eot, t.find(end_of_message_text)})
+        if (id >= 0) t.eog.push_back(id);
+    for (const std::string_view text : end_of_turn_texts)
+        if (const int32_t id = t.find(text); id >= 0) t.eog.push_back(id);
+    std::sort(t.eog.begin(), t.eog.end());
+    t.eog.erase(std::unique(t.eog.begin(), t.eog.end()), t.eog.end());
 }
 
 } // namespace
@@ -98,6 +136,7 @@ std::unique_ptr<tokenizer> tokenizer::from_vocab(vocab v) {
         t.byte_token[b] = id >= 0 ? id : t.v.unk;
     }
     t.v.newline = t.find("<0x0A>");
+    build_special_tables(t);
 
     std::unique_ptr<tokenizer> result(new tokenizer());
     result->impl_ = std::move(impl_ptr);
@@ -112,12 +151,32 @@ int32_t tokenizer::n_tokens() const noexcept {
     return static_cast<int32_t>(impl_->v.text.size());
 }
 
-std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_bos,
+                                       bool parse_special) const {
     std::vector<int32_t> out;
     if (add_bos && impl_->v.bos != -1) out.push_back(impl_->v.bos);
     if (text.empty()) return out;
-    spm_encode(*impl_, text, out);
+    if (!parse_special) {
+        spm_encode(*impl_, text, out);
+        return out;
+    }
+    // Every plain fragment begins the text or follows a special token, and llama.cpp gives each
+    // such fragment the SPM leading space.
+    for (const text_fragment& f : split_at_special_tokens(*impl_, text)) {
+        if (f.token >= 0)
+            out.push_back(f.token);
+        else
+            spm_encode(*impl_, f.text, out);
+    }
     return out;
+}
+
+bool tokenizer::is_eog(int32_t id) const noexcept {
+    return std::binary_search(impl_->eog.begin(), impl_->eog.end(), id);
+}
+
+std::span<const int32_t> tokenizer::eog_tokens() const noexcept {
+    return impl_->eog;
 }
 
 std::string tokenizer::piece(int32_t id) const {

@@ -27,6 +27,10 @@ struct vocab_tables {
     size_t max_token_bytes = 0; // longer candidate merges cannot be tokens: skip the lookup
     std::array<int32_t, 256> byte_token{}; // id of "<0xXX>", or unk (-1 when neither exists)
     std::vector<uint8_t> byte_value;       // raw byte of each BYTE token (0 for others)
+    // Control, user-defined and unknown tokens with a text: what parse_special looks for,
+    // longest text first (ties by ascending id).
+    std::vector<int32_t> special_by_length;
+    std::vector<int32_t> eog; // ascending ids of the end-of-generation tokens
 
     int32_t find(std::string_view text) const noexcept {
         const auto it = id_of.find(text);
@@ -38,5 +42,15 @@ struct tokenizer::impl : vocab_tables {};
 
 // SPM encoding (docs/tokenizer.md: with the leading space) appended to `out`.
 void spm_encode(const vocab_tables& t, std::string_view text, std::vector<int32_t>& out);
+
+// A piece of a text cut at special tokens: either that token, or text between them.
+struct text_fragment {
+    int32_t token = -1;    // the special token, or -1 for plain text
+    std::string_view text; // the plain text (never empty), or the token's text in the input
+};
+
+// Cuts `text` at every occurrence of the texts of t.special_by_length, taking longer tokens
+// first; the plain fragments in between are never empty.
+std::vector<text_fragment> split_at_special_tokens(const vocab_tables& t, std::string_view text);
 
 } // namespace pi
