@@ -19,6 +19,7 @@ pi_context_params pi_context_default_params(void) {
     p.n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
     p.seed = PI_SEED_RANDOM;
     p.kv_f16 = 1;
+    p.n_seq_max = 1;
     return p;
 }
 
@@ -33,6 +34,7 @@ pi_status pi_context_create(pi_model* model, const pi_context_params* params,
         context_options o;
         o.n_ctx = p.n_ctx == 0 ? model->impl->hp().n_ctx_train : p.n_ctx;
         o.n_batch = p.n_batch;
+        o.n_seq_max = p.n_seq_max;
         o.n_threads = p.n_threads;
         o.kv_f16 = p.kv_f16 != 0;
         o.audit_predictor = p.audit_predictor != 0;
@@ -95,18 +97,19 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
     return guard([&] {
         require(ctx, "ctx");
         require(stats, "stats");
-        if (stats->struct_size != sizeof(pi_context_stats))
-            fail(status::invalid_argument, "stats->struct_size must be sizeof(pi_context_stats)");
         const run_stats& s = ctx->impl->stats();
-        stats->decode_bytes = s.decode_bytes;
-        stats->n_prompt_tokens = s.n_prompt_tokens;
-        stats->n_decode_tokens = s.n_decode_tokens;
-        stats->prompt_seconds = s.prompt_seconds;
-        stats->decode_seconds = s.decode_seconds;
-        stats->ffn_active_fraction = s.ffn_total_neurons == 0
-                                         ? 0.0
-                                         : static_cast<double>(s.ffn_active_neurons) /
-                                               static_cast<double>(s.ffn_total_neurons);
+        pi_context_stats out{};
+        out.struct_size = sizeof(out);
+        out.decode_bytes = s.decode_bytes;
+        out.n_prompt_tokens = s.n_prompt_tokens;
+        out.n_decode_tokens = s.n_decode_tokens;
+        out.prompt_seconds = s.prompt_seconds;
+        out.decode_seconds = s.decode_seconds;
+        out.ffn_active_fraction = s.ffn_total_neurons == 0
+                                      ? 0.0
+                                      : static_cast<double>(s.ffn_active_neurons) /
+                                            static_cast<double>(s.ffn_total_neurons);
+        api::write_output(stats, out, "pi_context_stats");
         return PI_OK;
     });
 }
@@ -133,8 +136,6 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
     return guard([&] {
         require(ctx, "ctx");
         require(audit, "audit");
-        if (audit->struct_size != sizeof(pi_predictor_audit))
-            fail(status::invalid_argument, "audit->struct_size must be sizeof(pi_predictor_audit)");
         const auto& audits = ctx->impl->audits();
         if (audits.empty())
             fail(status::unsupported,
@@ -143,16 +144,19 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
         if (layer < 0 || static_cast<size_t>(layer) >= audits.size())
             fail(status::invalid_argument, "layer ", layer, " is outside [0, ", audits.size(), ")");
         const predictor_audit& a = audits[static_cast<size_t>(layer)];
-        audit->tokens = a.tokens;
-        audit->true_active = a.true_active;
-        audit->predicted_active = a.predicted_active;
-        audit->true_positive = a.true_positive;
-        audit->recall = a.true_active ? static_cast<double>(a.true_positive) /
-                                            static_cast<double>(a.true_active)
-                                      : 1.0;
-        audit->precision = a.predicted_active ? static_cast<double>(a.true_positive) /
-                                                    static_cast<double>(a.predicted_active)
-                                              : 1.0;
+        pi_predictor_audit out{};
+        out.struct_size = sizeof(out);
+        out.tokens = a.tokens;
+        out.true_active = a.true_active;
+        out.predicted_active = a.predicted_active;
+        out.true_positive = a.true_positive;
+        out.recall = a.true_active
+                         ? static_cast<double>(a.true_positive) / static_cast<double>(a.true_active)
+                         : 1.0;
+        out.precision = a.predicted_active ? static_cast<double>(a.true_positive) /
+                                                 static_cast<double>(a.predicted_active)
+                                           : 1.0;
+        api::write_output(audit, out, "pi_predictor_audit");
         return PI_OK;
     });
 }

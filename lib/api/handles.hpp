@@ -39,6 +39,17 @@ template <typename T> T read_params(const T* given, T defaults, const char* name
     return defaults;
 }
 
+// Writes an output struct into a caller's, honouring struct_size: a caller built against an
+// older header gets the prefix its struct has; its struct_size stays as it set it.
+template <typename T> void write_output(T* out, const T& full, const char* name) {
+    const size_t size = out->struct_size;
+    if (size < sizeof(size_t) || size > (size_t(1) << 20))
+        fail(status::invalid_argument, name, ".struct_size is ", size, "; set it to sizeof(", name, ")");
+    const size_t n = size < sizeof(T) ? size : sizeof(T);
+    std::memcpy(static_cast<void*>(out), &full, n);
+    out->struct_size = size;
+}
+
 } // namespace pi::api
 
 namespace pi::api {

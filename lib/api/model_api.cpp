@@ -84,8 +84,6 @@ pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
     return guard([&] {
         require(model, "model");
         require(info, "info");
-        if (info->struct_size != sizeof(pi_model_info))
-            fail(status::invalid_argument, "info->struct_size must be sizeof(pi_model_info)");
         const pi::model& m = *model->impl;
         const hparams& h = m.hp();
         pi_model_info out{};
@@ -121,7 +119,7 @@ pi_status pi_model_info_get(const pi_model* model, pi_model_info* info) {
             out.output_on_device = off->has_output() ? 1 : 0;
             out.kv_n_ctx_on_device = off->kv_n_ctx();
         }
-        *info = out;
+        api::write_output(info, out, "pi_model_info");
         return PI_OK;
     });
 }

@@ -84,4 +84,11 @@ inline pib_tensor first_rows(pib_tensor t, int64_t rows) {
     return t;
 }
 
+// Rows [r0, r1) of t.
+inline pib_tensor row_range(pib_tensor t, int64_t r0, int64_t r1) {
+    t.offset += static_cast<size_t>(r0) * t.nb1;
+    t.ne1 = r1 - r0;
+    return t;
+}
+
 } // namespace pi

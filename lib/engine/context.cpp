@@ -14,6 +14,8 @@ namespace {
 context_options validated(const model& m, context_options o) {
     if (o.n_ctx <= 0) fail(status::invalid_argument, "n_ctx must be positive (got ", o.n_ctx, ")");
     if (o.n_ctx > (1 << 22)) fail(status::invalid_argument, "n_ctx ", o.n_ctx, " is too large");
+    if (o.n_seq_max < 1 || o.n_seq_max > 64)
+        fail(status::invalid_argument, "n_seq_max must be in [1, 64] (got ", o.n_seq_max, ")");
     if (o.n_batch <= 0)
         fail(status::invalid_argument, "n_batch must be positive (got ", o.n_batch, ")");
     if (o.n_threads <= 0)
@@ -42,7 +44,7 @@ context::context(const model& m, const context_options& options)
     : model_(m), options_(validated(m, options)),
       cpu_(std::make_unique<device>(device::cpu(options_.n_threads))),
       host_(*cpu_, m, host_arena_spec(options_)),
-      kv_(*cpu_, options_.offloaded, m.hp(), options_.n_ctx, options_.kv_f16),
+      kv_(*cpu_, options_.offloaded, m.hp(), options_.n_ctx, options_.n_seq_max, options_.kv_f16),
       counters_(m, options_.n_batch, options_.audit_predictor, options_.count_activations) {
     if (!host_.host_data()) fail(status::internal, "the CPU arena is not host-visible");
     const auto B = static_cast<size_t>(options_.n_batch);
@@ -59,6 +61,8 @@ context::context(const model& m, const context_options& options)
                      counts.size() * sizeof(int32_t));
     }
     batch_pos_.resize(B);
+    batch_seq_.resize(B);
+    batch_cells_.resize(B);
     out_rows_.resize(B);
     active_counts_.resize(B);
     logits_.resize(B * static_cast<size_t>(m.hp().n_vocab));
@@ -88,8 +92,11 @@ void context::x_to_device(int32_t n) {
 
 void context::truncate(int32_t pos) {
     if (pos < 0) fail(status::invalid_argument, "truncate position ", pos, " is negative");
-    kv_.truncate(pos);
-    n_past_ = std::min(n_past_, pos);
+    kv_.remove(-1, pos, -1);
+}
+
+void context::shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
+    kv_.shift(seq, p0, p1, delta);
 }
 
 void context::prepare_batch(const batch_view& batch) {
@@ -104,34 +111,56 @@ void context::prepare_batch(const batch_view& batch) {
     if (!batch.logits.empty() && batch.logits.size() != batch.tokens.size())
         fail(status::invalid_argument, "the batch has ", batch.logits.size(), " logits flags for ",
              n, " tokens");
+    if (!batch.seqs.empty() && batch.seqs.size() != batch.tokens.size())
+        fail(status::invalid_argument, "the batch has ", batch.seqs.size(), " sequence ids for ",
+             n, " tokens");
+    std::vector<int32_t> next_pos(static_cast<size_t>(options_.n_seq_max), -1);
     for (int32_t i = 0; i < n; ++i) {
-        const int32_t t = batch.tokens[static_cast<size_t>(i)];
+        const auto at = static_cast<size_t>(i);
+        const int32_t t = batch.tokens[at];
         if (t < 0 || t >= model_.hp().n_vocab)
             fail(status::invalid_argument, "token ", i, " of the batch has id ", t,
                  ", outside the vocabulary [0, ", model_.hp().n_vocab, ")");
-        const int32_t p = batch.pos.empty() ? n_past_ + i : batch.pos[static_cast<size_t>(i)];
+        const int32_t s = batch.seqs.empty() ? 0 : batch.seqs[at];
+        if (s < 0 || s >= options_.n_seq_max)
+            fail(status::invalid_argument, "token ", i, " of the batch has sequence id ", s,
+                 ", outside [0, ", options_.n_seq_max, ") (n_seq_max = ", options_.n_seq_max,
+                 ")");
+        int32_t& next = next_pos[static_cast<size_t>(s)];
+        if (next < 0) next = kv_.pos_max(s) + 1;
+        const int32_t p = batch.pos.empty() ? next : batch.pos[at];
         if (p < 0)
             fail(status::invalid_argument, "token ", i, " of the batch has negative position ", p);
         if (p >= options_.n_ctx)
             fail(status::context_full, "position ", p,
                  " does not fit in the context (n_ctx = ", options_.n_ctx, ")");
-        batch_pos_[static_cast<size_t>(i)] = p;
+        next = std::max(next, p + 1);
+        batch_seq_[at] = s;
+        batch_pos_[at] = p;
     }
     {
-        std::vector<int32_t>& sorted = active_counts_; // reused scratch: detect duplicates
-        std::copy_n(batch_pos_.begin(), n, sorted.begin());
-        std::sort(sorted.begin(), sorted.begin() + n);
-        if (std::adjacent_find(sorted.begin(), sorted.begin() + n) != sorted.begin() + n)
-            fail(status::invalid_argument, "the batch holds two tokens at the same position");
+        std::vector<int64_t> pairs(static_cast<size_t>(n));
+        for (size_t i = 0; i < pairs.size(); ++i)
+            pairs[i] = (static_cast<int64_t>(batch_seq_[i]) << 32) | batch_pos_[i];
+        std::sort(pairs.begin(), pairs.end());
+        if (std::adjacent_find(pairs.begin(), pairs.end()) != pairs.end())
+            fail(status::invalid_argument,
+                 "the batch holds two tokens at the same position of a sequence");
     }
 
     n_outputs_ = 0;
     std::fill(logits_row_of_token_.begin(), logits_row_of_token_.end(), -1);
     for (int32_t i = 0; i < n; ++i) {
-        const bool wanted =
-            batch.logits.empty() ? i == n - 1 : batch.logits[static_cast<size_t>(i)] != 0;
+        const auto at = static_cast<size_t>(i);
+        bool wanted = i == n - 1;
+        if (!batch.logits.empty()) {
+            wanted = batch.logits[at] != 0;
+        } else if (batch.last_of_each_sequence) {
+            wanted = std::find(batch_seq_.begin() + i + 1, batch_seq_.begin() + n,
+                               batch_seq_[at]) == batch_seq_.begin() + n;
+        }
         if (!wanted) continue;
-        logits_row_of_token_[static_cast<size_t>(i)] = n_outputs_;
+        logits_row_of_token_[at] = n_outputs_;
         out_rows_[static_cast<size_t>(n_outputs_++)] = i;
     }
 }
@@ -144,19 +173,20 @@ void context::decode(const batch_view& batch) {
     const auto start = std::chrono::steady_clock::now();
     const arena_tensors& a = host_.tensors();
     cpu_->upload(host_.memory(), a.ids.offset, batch.tokens.data(), batch.tokens.size_bytes());
+    const std::span<int32_t> cells(batch_cells_.data(), static_cast<size_t>(n));
+    kv_.place(std::span<const int32_t>(batch_seq_.data(), static_cast<size_t>(n)), positions,
+              batch.tokens, cells);
     cpu_->upload(host_.memory(), a.pos.offset, positions.data(), positions.size_bytes());
-    if (offload_half_) offload_half_->upload_positions(positions);
-    kv_.occupy(positions);
+    cpu_->upload(host_.memory(), a.cells.offset, cells.data(), cells.size_bytes());
     try {
+        if (offload_half_) offload_half_->upload_batch(positions, cells);
         forward(n, std::span<const int32_t>(out_rows_.data(), static_cast<size_t>(n_outputs_)));
     } catch (...) {
-        kv_.forget(positions);
+        kv_.forget(cells);
         n_outputs_ = 0;
         std::fill(logits_row_of_token_.begin(), logits_row_of_token_.end(), -1);
-        n_past_ = std::min(n_past_, *std::min_element(positions.begin(), positions.end()));
         throw;
     }
-    n_past_ = std::max(n_past_, *std::max_element(positions.begin(), positions.end()) + 1);
     counters_.add_batch(
         n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }

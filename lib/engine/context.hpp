@@ -23,6 +23,7 @@ class device_half;
 
 struct context_options {
     int32_t n_ctx = 512;
+    int32_t n_seq_max = 1; // sequences the KV cache holds, ids [0, n_seq_max)
     int32_t n_batch = 512;
     int32_t n_threads = 1;
     bool kv_f16 = true;
@@ -46,8 +47,12 @@ using ffn_observer = std::function<bool(const ffn_observation&)>;
 
 struct batch_view {
     std::span<const int32_t> tokens;
-    std::span<const int32_t> pos;   // empty: consecutive after n_past
-    std::span<const int8_t> logits; // empty: last token only
+    std::span<const int32_t> pos;   // empty: each token follows its sequence's last
+    std::span<const int8_t> logits; // empty: see last_of_each_sequence
+    std::span<const int32_t> seqs{}; // empty: every token in sequence 0
+    // With no logits flags: true, the logits of each sequence's last token; false, of the
+    // batch's last token only.
+    bool last_of_each_sequence = false;
 };
 
 class context {
@@ -63,8 +68,18 @@ class context {
     // Logits of token i of the last batch (-1 = last with logits); empty if not requested.
     std::span<const float> logits(int32_t i) const noexcept;
 
-    int32_t n_past() const noexcept { return n_past_; }
-    void truncate(int32_t pos); // forget cached positions >= pos
+    // Sequence 0's next position.
+    int32_t n_past() const { return kv_.pos_max(0) + 1; }
+    void truncate(int32_t pos); // forget cached positions >= pos of every sequence
+    // The KV cache's sequences and their edits (kv_cache.hpp).
+    kv_cache& cache() noexcept { return kv_; }
+    const kv_cache& cache() const noexcept { return kv_; }
+    // Shifts positions of a sequence; cheap only between batches.
+    void shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+
+    // The cache of one sequence (-1: all) and, for all, the last batch's logits.
+    void save_state(int32_t seq, byte_writer& out) const;
+    void load_state(int32_t seq, byte_reader& in); // nothing changes when it throws
 
     void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
     void clear_cancel() noexcept { cancel_.store(false, std::memory_order_relaxed); }
@@ -86,7 +101,8 @@ class context {
     void reset_stats() noexcept { counters_.reset(); }
 
   private:
-    // Reads the batch's positions into batch_pos_ and its logits rows into out_rows_.
+    // Reads the batch's sequences and positions into batch_seq_ and batch_pos_, and its logits
+    // rows into out_rows_.
     void prepare_batch(const batch_view& batch);
     void forward(int32_t n, std::span<const int32_t> out_rows);
     void output_block(int32_t n, std::span<const int32_t> out_rows);
@@ -116,12 +132,13 @@ class context {
     std::unique_ptr<device_half> offload_half_; // with an offload device only
     run_counters counters_;
     std::vector<int32_t> batch_pos_;     // [n_batch] positions of the batch's tokens
+    std::vector<int32_t> batch_seq_;     // [n_batch] their sequences
+    std::vector<int32_t> batch_cells_;   // [n_batch] the KV cells they are stored in
     std::vector<int32_t> out_rows_;      // [n_batch] tokens whose logits are computed
     std::vector<int32_t> active_counts_; // [n_batch] length of each token's active list
     std::vector<float> logits_;          // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;
-    int32_t n_past_ = 0;
     std::atomic<bool> cancel_{false};
     ffn_observer ffn_observer_;
 };

@@ -29,18 +29,30 @@ void context::project_qkv(device& dev, const arena_tensors& a, const layer_weigh
 
 void context::store_and_attend(device& dev, const arena_tensors& a, size_t il, int32_t n) {
     const hparams& h = model_.hp();
-    const pib_tensor q = first_rows(a.q, n), k = first_rows(a.k, n), v = first_rows(a.v, n),
-                     att = first_rows(a.att, n);
-    pib_tensor pos = a.pos;
-    pos.ne0 = n;
-    const kv_cache::layer_cells& cells = kv_.layer(il);
-    dev.run("storing K", &pib_vtable::set_rows, &k, &pos, &cells.k);
-    dev.run("storing V", &pib_vtable::set_rows, &v, &pos, &cells.v);
+    const pib_tensor k = first_rows(a.k, n), v = first_rows(a.v, n);
+    pib_tensor cells = a.cells;
+    cells.ne0 = n;
+    const kv_cache::layer_cells& cache = kv_.layer(il);
+    dev.run("storing K", &pib_vtable::set_rows, &k, &cells, &cache.k);
+    dev.run("storing V", &pib_vtable::set_rows, &v, &cells, &cache.v);
     const pib_attention_params ap{h.n_head, h.n_head_kv, h.head_dim, kv_.span(),
                                   1.0f / std::sqrt(static_cast<float>(h.head_dim))};
-    const pib_tensor cell_pos = kv_.on_device(il) ? kv_.device_positions() : kv_.host_positions();
-    dev.run("attention", &pib_vtable::attention, &q, &cells.k, &cells.v, &pos, &cell_pos, &ap,
-            &att);
+    // Each run of tokens of one sequence attends over that sequence's view of the cells.
+    for (int32_t t0 = 0; t0 < n;) {
+        const int32_t seq = batch_seq_[static_cast<size_t>(t0)];
+        int32_t t1 = t0 + 1;
+        while (t1 < n && batch_seq_[static_cast<size_t>(t1)] == seq)
+            ++t1;
+        const pib_tensor q = row_range(a.q, t0, t1), att = row_range(a.att, t0, t1);
+        pib_tensor pos = a.pos;
+        pos.offset += static_cast<size_t>(t0) * sizeof(int32_t);
+        pos.ne0 = t1 - t0;
+        const pib_tensor cell_pos =
+            kv_.on_device(il) ? kv_.device_positions(seq) : kv_.host_positions(seq);
+        dev.run("attention", &pib_vtable::attention, &q, &cache.k, &cache.v, &pos, &cell_pos, &ap,
+                &att);
+        t0 = t1;
+    }
 }
 
 void context::project_out(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n) {

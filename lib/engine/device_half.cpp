@@ -36,9 +36,11 @@ void device_half::x_to_device(int32_t n) {
     x_on_device_ = true;
 }
 
-void device_half::upload_positions(std::span<const int32_t> positions) {
+void device_half::upload_batch(std::span<const int32_t> positions,
+                               std::span<const int32_t> cells) {
     offload_.dev().upload(arena_.memory(), tensors().pos.offset, positions.data(),
                           positions.size_bytes());
+    offload_.dev().upload(arena_.memory(), tensors().cells.offset, cells.data(), cells.size_bytes());
 }
 
 void device_half::lists_to_host(int32_t n, std::span<const int32_t> counts) {

@@ -21,7 +21,8 @@ class device_half {
     device& dev() const noexcept { return offload_.dev(); }
     const arena_tensors& tensors() const noexcept { return arena_.tensors(); }
 
-    void upload_positions(std::span<const int32_t> positions);
+    // The batch's positions and KV cells.
+    void upload_batch(std::span<const int32_t> positions, std::span<const int32_t> cells);
 
     // The residual stream x lives on the host, on the device, or on both.
     void start_batch() noexcept {

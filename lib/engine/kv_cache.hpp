@@ -1,14 +1,16 @@
 #pragma once
 // The KV cache of a context: per layer, the K and V rows of n_ctx cells, in host memory or, for
-// layers whose attention runs on the offload device, in the device's memory (F16); and the
-// position each cell holds, mirrored wherever attention reads it. One sequence: cell c holds
-// position c or nothing.
+// layers whose attention runs on the offload device, in the device's memory (F16). A cell holds
+// one position and token shared by a set of sequences (copies share cells); for each sequence the
+// position of every cell in it, -1 elsewhere, is mirrored wherever attention reads it, which is
+// how a token attends only to its own sequence (docs/sequences.md).
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "backend/device.hpp"
 #include "model/model.hpp"
+#include "support/byte_stream.hpp"
 
 namespace pi {
 
@@ -18,7 +20,8 @@ class kv_cache {
   public:
     // Host cells are F16 or F32; the device keeps F16 cells for its attention layers when the
     // offload reserved room for n_ctx of them, else every layer's cache stays on the host.
-    kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx, bool f16);
+    kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx, int32_t n_seq,
+             bool f16);
 
     // Device bytes per layer of a cache of n_ctx F16 cells (the cells' positions included).
     static uint64_t device_layer_bytes(const hparams& h, int32_t n_ctx);
@@ -30,38 +33,90 @@ class kv_cache {
     const layer_cells& layer(size_t il) const noexcept { return layers_[il]; }
     bool on_device(size_t il) const noexcept { return on_device_[il]; }
     bool any_on_device() const noexcept { return device_ != nullptr; }
-    // The position of each of the first span() cells (-1: empty), in host or device memory.
-    pib_tensor host_positions() const noexcept { return spanned(host_positions_); }
-    pib_tensor device_positions() const noexcept { return spanned(device_positions_); }
-    int32_t n_ctx() const noexcept { return static_cast<int32_t>(cell_pos_.size()); }
+    // Sequence seq's view of the first span() cells, in host or device memory.
+    pib_tensor host_positions(int32_t seq) const noexcept { return view_of(host_views_, seq); }
+    pib_tensor device_positions(int32_t seq) const noexcept { return view_of(device_views_, seq); }
+    int32_t n_ctx() const noexcept { return static_cast<int32_t>(cells_.size()); }
+    int32_t n_seq() const noexcept { return n_seq_; }
     // Cells up to the last occupied one: what attention of the current batch spans.
     int32_t span() const noexcept { return span_; }
     // Bytes one decoded token reads from a layer's cache.
     uint64_t bytes_read_per_layer() const noexcept;
 
-    // Claims the cells of a batch's positions (valid and distinct, checked by the caller).
-    void occupy(std::span<const int32_t> positions);
-    // Empties the cells of these positions, e.g. after a failed batch.
-    void forget(std::span<const int32_t> positions);
-    // Empties every cell holding a position >= pos.
-    void truncate(int32_t pos);
+    // Claims a cell for each of a batch's (sequence, position, token), written to `cells`: the
+    // cell holding that position of that sequence alone is reused, else the lowest free one.
+    // Sequences are valid and pairs distinct (checked by the caller). Throws status::context_full
+    // when too few cells are free, with nothing changed.
+    void place(std::span<const int32_t> seqs, std::span<const int32_t> positions,
+               std::span<const int32_t> tokens, std::span<int32_t> cells);
+    // Empties these cells, e.g. after a failed batch.
+    void forget(std::span<const int32_t> cells);
+
+    // Edits of [p0, p1) of a sequence (p1 < 0: to the end); seq ids are checked here.
+    void remove(int32_t seq, int32_t p0, int32_t p1); // seq -1: every sequence
+    void copy(int32_t src, int32_t dst, int32_t p0, int32_t p1);
+    void keep(int32_t seq);
+    // Moves positions by delta, re-rotating the cached keys; cells shared with other sequences are
+    // first copied so that those keep their positions.
+    void shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+
+    int32_t pos_min(int32_t seq) const; // -1: empty
+    int32_t pos_max(int32_t seq) const; // -1: empty
+    int32_t used_cells() const noexcept;
+    // The tokens of seq at positions 0, 1, ... up to the first position it does not hold.
+    std::vector<int32_t> leading_tokens(int32_t seq) const;
+
+    // The cells of one sequence (seq >= 0) or of all (-1) with their K and V rows.
+    void save(int32_t seq, byte_writer& out) const;
+    // Reads what save wrote, the rest of `in`, checking it all before anything changes; a single
+    // sequence's cells replace sequence seq. Throws status::format for a blob of another shape, status::context_full
+    // when it needs more cells or sequences than this cache has.
+    void load(int32_t seq, byte_reader& in);
 
   private:
-    pib_tensor spanned(pib_tensor t) const noexcept {
+    struct cell {
+        int32_t pos = -1; // -1: free
+        int32_t token = -1;
+        uint64_t seqs = 0; // bit s: the cell belongs to sequence s
+    };
+    struct scratch {
+        buffer memory;
+        pib_tensor rows, from, to, delta; // F32 [row][chunk], I32 [chunk] x3
+    };
+
+    pib_tensor view_of(pib_tensor t, int32_t seq) const noexcept {
+        t.offset += static_cast<size_t>(seq) * t.nb1;
         t.ne0 = span_;
+        t.ne1 = 1;
         return t;
     }
-    void publish_positions();
+    void check_seq(int32_t seq, const char* what) const;
+    bool in_range(const cell& c, int32_t seq, int32_t p0, int32_t p1) const noexcept;
+    void free_if_empty(cell& c) noexcept;
+    void mark_all_changed() noexcept { changed_ = ~0ull; }
+    void publish();
+    // Runs f(device, scratch, is_device_layer) for the host and, when it holds cells, the device.
+    template <typename F> void on_each_device(F&& f);
+    // Copies the K and V rows of cells from[i] into to[i], in every layer.
+    void copy_rows(std::span<const int32_t> from, std::span<const int32_t> to);
+    // Rotates the cached keys of cells by their deltas, in every layer.
+    void rotate_keys(std::span<const int32_t> cells, std::span<const int32_t> deltas);
+    size_t cell_row_bytes(size_t il) const noexcept;
 
     device& host_;
     device* device_ = nullptr; // the offload device when it holds cells, else null
+    const hparams& h_;
     ggml_type host_type_;
     int64_t row_elements_;
+    int32_t n_seq_;
     std::vector<bool> on_device_;
     buffer host_memory_, device_memory_;
     std::vector<layer_cells> layers_;
-    pib_tensor host_positions_{}, device_positions_{};
-    std::vector<int32_t> cell_pos_;
+    pib_tensor host_views_{}, device_views_{}; // I32 [n_ctx][n_seq]
+    scratch host_scratch_, device_scratch_;
+    std::vector<cell> cells_;
+    std::vector<int32_t> views_; // [n_seq][n_ctx], what host_views_ and device_views_ hold
+    uint64_t changed_ = 0;       // sequences whose views must be published
     int32_t span_ = 0;
 };
 

@@ -1,19 +1,15 @@
 // GGUF v3 writer: validates values and tensors when they are added; a tensor_stream writes the
 // file in one pass to a temporary name and renames it into place.
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "gguf/gguf.hpp"
 #include "gguf/wire.hpp"
 #include "support/error.hpp"
+#include "support/file_sink.hpp"
 
 namespace pi::gguf {
 
@@ -64,72 +60,6 @@ void validate(const std::string& key, const value& v) {
             fail(status::invalid_argument, "gguf writer: key '", key, "' element ", i,
                  " does not match or fit the element type ", value_type_name(arr.elem_type));
 }
-
-// Writes a new temporary file beside `target`, created exclusively (never an existing file or a
-// symbolic link) under a name no other writer uses, with the mode the umask gives a new file.
-class file_sink {
-  public:
-    explicit file_sink(const std::string& target) {
-        static std::atomic<uint64_t> serial{0};
-        for (int attempt = 0; attempt < 100; ++attempt) {
-            std::string name = concat(target, ".tmp.", ::getpid(), ".", serial.fetch_add(1));
-            const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-            if (fd < 0 && errno == EEXIST) continue;
-            if (fd < 0) fail(status::io, name, ": cannot create: ", std::strerror(errno));
-            path_ = std::move(name);
-            f_ = ::fdopen(fd, "wb");
-            if (!f_) {
-                const int err = errno;
-                ::close(fd);
-                std::remove(path_.c_str());
-                fail(status::io, path_, ": cannot create: ", std::strerror(err));
-            }
-            return;
-        }
-        fail(status::io, target, ": cannot find a free temporary name beside it");
-    }
-    const std::string& path() const noexcept { return path_; }
-    file_sink(const file_sink&) = delete;
-    file_sink& operator=(const file_sink&) = delete;
-    ~file_sink() {
-        if (f_) std::fclose(f_);
-    }
-
-    void bytes(const void* p, size_t n) {
-        if (n != 0 && std::fwrite(p, 1, n, f_) != n)
-            fail(status::io, path_, ": write failed", where_, ": ", std::strerror(errno));
-        pos_ += n;
-    }
-    // Names the part being written in write errors ("tensor 'x'").
-    void set_where(std::string where) { where_ = std::move(where); }
-    template <typename T> void pod(T v) { bytes(&v, sizeof v); }
-    void str(const std::string& s) {
-        pod<uint64_t>(s.size());
-        bytes(s.data(), s.size());
-    }
-    void pad(uint64_t alignment) {
-        static constexpr uint8_t zeros[256] = {};
-        for (uint64_t n = (alignment - pos_ % alignment) % alignment; n != 0;) {
-            const size_t chunk = n < sizeof zeros ? static_cast<size_t>(n) : sizeof zeros;
-            bytes(zeros, chunk);
-            n -= chunk;
-        }
-    }
-    // Flushes to stable storage so that the rename never exposes a half-written file.
-    void close() {
-        const bool ok = std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
-        const int err = errno;
-        const bool closed = std::fclose(f_) == 0;
-        f_ = nullptr;
-        if (!ok || !closed) fail(status::io, path_, ": write failed: ", std::strerror(err));
-    }
-
-  private:
-    std::string path_;
-    std::string where_;
-    std::FILE* f_ = nullptr;
-    uint64_t pos_ = 0;
-};
 
 template <typename Variant> void put_scalar(file_sink& out, value_type t, const Variant& data) {
     switch (t) {
@@ -288,19 +218,6 @@ void writer::write(const std::string& path) const {
     out.commit();
 }
 
-// Makes a rename into `path`'s folder durable; a folder that cannot be opened (no read
-// permission) keeps the rename, which has already happened, without the flush.
-static void sync_folder_of(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    const std::string folder = slash == std::string::npos ? "."
-                               : slash == 0               ? "/"
-                                                          : path.substr(0, slash);
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
-}
-
 // The tensors added with their data are written by the stream itself when their turn comes (a
 // declared tensor of no bytes is complete as soon as its turn comes).
 struct tensor_stream::state {
@@ -308,19 +225,13 @@ struct tensor_stream::state {
     uint32_t alignment;
     std::string path;
     file_sink out;
-    const std::string& tmp;
     size_t next = 0;        // the tensor being written
     uint64_t next_done = 0; // its bytes written so far
-    bool committed = false;
 
     state(const writer& w, std::string target)
-        : tensors(w.tensors_), alignment(w.alignment_), path(std::move(target)), out(path),
-          tmp(out.path()) {}
+        : tensors(w.tensors_), alignment(w.alignment_), path(std::move(target)), out(path) {}
     state(const state&) = delete;
     state& operator=(const state&) = delete;
-    ~state() {
-        if (!committed) std::remove(tmp.c_str());
-    }
 
     // Writes the held tensors and closes the complete ones up to the next one that needs data.
     void advance() {
@@ -397,11 +308,7 @@ void tensor_stream::commit() {
         fail(status::invalid_argument, "gguf writer: ", s.path, ": tensor '",
              s.tensors[s.next].name, "' got ", s.next_done, " of its ", s.tensors[s.next].n_bytes,
              " bytes");
-    s.out.close();
-    if (std::rename(s.tmp.c_str(), s.path.c_str()) != 0)
-        fail(status::io, s.path, ": cannot rename ", s.tmp, " into place: ", std::strerror(errno));
-    s.committed = true;
-    sync_folder_of(s.path);
+    s.out.commit(s.path);
 }
 
 } // namespace pi::gguf

@@ -226,8 +226,10 @@ TEST_CASE("complete_utf8_prefix holds back an unfinished character") {
 TEST_CASE("generate stops at max tokens, at a stop string and when the callback says so") {
     const auto m = model::load(model_file("sparse.gguf", true), load_options{});
     context ctx(*m, context_options{});
+    sampler_options greedy;
+    greedy.temperature = 0.0f;
+    sampler smp(greedy);
     generate_options o;
-    o.sampling.temperature = 0.0f;
     o.max_tokens = 6;
     std::string text;
     o.on_text = [](const char* t, size_t n, void* u) {
@@ -235,7 +237,7 @@ TEST_CASE("generate stops at max tokens, at a stop string and when the callback 
         return true;
     };
     o.user_data = &text;
-    const generate_result r = generate(ctx, "Once upon a time", o);
+    const generate_result r = generate(ctx, smp, "Once upon a time", o);
     CHECK(r.reason == stop_reason::max_tokens);
     CHECK(r.n_generated_tokens == 6);
     CHECK(r.n_prompt_tokens ==
@@ -247,7 +249,7 @@ TEST_CASE("generate stops at max tokens, at a stop string and when the callback 
     std::string stopped;
     o.stop = {stop};
     o.user_data = &stopped;
-    const generate_result r2 = generate(ctx, "Once upon a time", o);
+    const generate_result r2 = generate(ctx, smp, "Once upon a time", o);
     CHECK(r2.reason == stop_reason::stop_string);
     CHECK(stopped == text.substr(0, text.find(stop)));
 
@@ -258,7 +260,7 @@ TEST_CASE("generate stops at max tokens, at a stop string and when the callback 
         return false;
     };
     o.user_data = &calls;
-    const generate_result r3 = generate(ctx, "Once upon a time", o);
+    const generate_result r3 = generate(ctx, smp, "Once upon a time", o);
     CHECK(r3.reason == stop_reason::callback);
     CHECK(calls == 1);
 }
@@ -269,7 +271,9 @@ TEST_CASE("a prompt longer than the context is refused") {
     co.n_ctx = 4;
     context ctx(*m, co);
     try {
-        generate(ctx, "this prompt certainly has more than four tokens in it", generate_options{});
+        sampler smp{sampler_options{}};
+        generate(ctx, smp, "this prompt certainly has more than four tokens in it",
+                 generate_options{});
         FAIL("expected context_full");
     } catch (const error& e) {
         CHECK(e.code() == status::context_full);
@@ -285,9 +289,11 @@ TEST_CASE("cancel from another thread stops a long generation") {
         std::atomic<int> pieces{0};
         std::atomic<bool> cancel_sent{false};
     } state;
+    sampler_options greedy;
+    greedy.temperature = 0.0f;
+    sampler smp(greedy);
     generate_options o;
     o.max_tokens = 1 << 20;
-    o.sampling.temperature = 0.0f;
     // The third piece waits until the other thread has cancelled, so the test does not race.
     o.on_text = [](const char*, size_t, void* u) {
         auto* st = static_cast<shared_state*>(u);
@@ -303,7 +309,7 @@ TEST_CASE("cancel from another thread stops a long generation") {
         ctx.cancel();
         state.cancel_sent = true;
     });
-    const generate_result r = generate(ctx, "Hello", o);
+    const generate_result r = generate(ctx, smp, "Hello", o);
     canceller.join();
     CHECK(r.reason == stop_reason::cancelled);
     CHECK(r.n_generated_tokens >= 3);

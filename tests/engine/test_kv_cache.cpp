@@ -1,10 +1,11 @@
-// The KV cache room: which cells a batch claims, what attention spans, and that the cell
-// positions attention reads in backend memory follow every change.
+// The KV cache room: which cells a batch claims, what attention spans, and that each sequence's
+// view of the cells in backend memory follows every change.
 #include <doctest/doctest.h>
 
 #include <vector>
 
 #include "engine/kv_cache.hpp"
+#include "support/error.hpp"
 
 using namespace pi;
 
@@ -17,81 +18,95 @@ hparams small_hparams() {
     h.n_head = 4;
     h.n_head_kv = 2;
     h.head_dim = 8;
+    h.n_vocab = 100;
     return h;
 }
 
-// The cell positions as the host backend holds them for attention.
-std::vector<int32_t> published(device& cpu, const kv_cache& kv) {
-    const pib_tensor t = kv.host_positions();
+// Sequence seq's view of the cells as the host backend holds it for attention.
+std::vector<int32_t> published(device& cpu, const kv_cache& kv, int32_t seq = 0) {
+    pib_tensor t = kv.host_positions(seq);
     void* base = cpu.vt().buffer_host_ptr(cpu.ctx(), t.buffer);
     REQUIRE(base != nullptr);
     const auto* p = reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(base) + t.offset);
     return std::vector<int32_t>(p, p + kv.n_ctx());
 }
 
+std::vector<int32_t> place(kv_cache& kv, const std::vector<int32_t>& positions, int32_t seq = 0) {
+    const std::vector<int32_t> seqs(positions.size(), seq), tokens(positions.size(), 7);
+    std::vector<int32_t> cells(positions.size());
+    kv.place(seqs, positions, tokens, cells);
+    return cells;
+}
+
 } // namespace
 
 TEST_CASE("an empty cache spans no cells and publishes every cell as empty") {
     device cpu = device::cpu(1);
-    const kv_cache kv(cpu, nullptr, small_hparams(), 8, true);
+    const kv_cache kv(cpu, nullptr, small_hparams(), 8, 2, true);
     CHECK(kv.n_ctx() == 8);
+    CHECK(kv.n_seq() == 2);
     CHECK(kv.span() == 0);
     CHECK_FALSE(kv.any_on_device());
-    CHECK(published(cpu, kv) == std::vector<int32_t>(8, -1));
+    CHECK(published(cpu, kv, 0) == std::vector<int32_t>(8, -1));
+    CHECK(published(cpu, kv, 1) == std::vector<int32_t>(8, -1));
 }
 
-TEST_CASE("occupied cells extend the span to the last one and are published") {
+TEST_CASE("a batch claims the lowest free cells and extends the span to the last one") {
     device cpu = device::cpu(1);
-    kv_cache kv(cpu, nullptr, small_hparams(), 8, true);
-    const std::vector<int32_t> batch = {0, 1, 2};
-    kv.occupy(batch);
+    kv_cache kv(cpu, nullptr, small_hparams(), 8, 1, true);
+    CHECK(place(kv, {0, 1, 2}) == std::vector<int32_t>{0, 1, 2});
     CHECK(kv.span() == 3);
-    CHECK(kv.host_positions().ne0 == 3);
-    const std::vector<int32_t> later = {5};
-    kv.occupy(later);
-    CHECK(kv.span() == 6);
-    CHECK(published(cpu, kv) == std::vector<int32_t>{0, 1, 2, -1, -1, 5, -1, -1});
+    CHECK(kv.host_positions(0).ne0 == 3);
+    CHECK(place(kv, {5}) == std::vector<int32_t>{3});
+    CHECK(published(cpu, kv) == std::vector<int32_t>{0, 1, 2, 5, -1, -1, -1, -1});
+    // A position the sequence already holds alone is stored in its cell again.
+    CHECK(place(kv, {1}) == std::vector<int32_t>{1});
+    CHECK(kv.used_cells() == 4);
 }
 
-TEST_CASE("forgetting a failed batch and truncating empty their cells") {
+TEST_CASE("each sequence sees only its own cells") {
     device cpu = device::cpu(1);
-    kv_cache kv(cpu, nullptr, small_hparams(), 8, false);
-    const std::vector<int32_t> prompt = {0, 1, 2, 3};
-    kv.occupy(prompt);
-    const std::vector<int32_t> failed = {4, 5};
-    kv.occupy(failed);
+    kv_cache kv(cpu, nullptr, small_hparams(), 8, 2, false);
+    place(kv, {0, 1}, 0);
+    place(kv, {0, 1, 2}, 1);
+    CHECK(published(cpu, kv, 0) == std::vector<int32_t>{0, 1, -1, -1, -1, -1, -1, -1});
+    CHECK(published(cpu, kv, 1) == std::vector<int32_t>{-1, -1, 0, 1, 2, -1, -1, -1});
+    kv.copy(0, 1, 0, 1);
+    CHECK(published(cpu, kv, 1) == std::vector<int32_t>{0, -1, -1, 1, 2, -1, -1, -1});
+    CHECK(kv.used_cells() == 4);
+}
+
+TEST_CASE("forgetting a failed batch and removing positions empty their cells") {
+    device cpu = device::cpu(1);
+    kv_cache kv(cpu, nullptr, small_hparams(), 8, 1, false);
+    place(kv, {0, 1, 2, 3});
+    const std::vector<int32_t> failed = place(kv, {4, 5});
     kv.forget(failed);
     CHECK(kv.span() == 4);
-    kv.truncate(2);
+    kv.remove(0, 2, -1);
     CHECK(kv.span() == 2);
     CHECK(published(cpu, kv) == std::vector<int32_t>{0, 1, -1, -1, -1, -1, -1, -1});
-    kv.truncate(0);
+    kv.remove(-1, 0, -1);
     CHECK(kv.span() == 0);
+    CHECK(kv.pos_max(0) == -1);
 }
 
-TEST_CASE("every layer has K and V cells of its own, F16 or F32 as asked") {
+TEST_CASE("a batch for which too few cells are free changes nothing") {
     device cpu = device::cpu(1);
-    const hparams h = small_hparams();
-    for (const bool f16 : {true, false}) {
-        kv_cache kv(cpu, nullptr, h, 16, f16);
-        const ggml_type type = f16 ? ggml_type::f16 : ggml_type::f32;
-        for (size_t il = 0; il < 3; ++il) {
-            const kv_cache::layer_cells& cells = kv.layer(il);
-            CHECK(cells.k.type == static_cast<uint32_t>(type));
-            CHECK(cells.k.ne0 == h.n_embd_kv());
-            CHECK(cells.k.ne1 == 16);
-            CHECK(cells.v.offset != cells.k.offset);
-            CHECK_FALSE(kv.on_device(il));
-            if (il > 0) CHECK(cells.k.offset != kv.layer(il - 1).k.offset);
-        }
-        const std::vector<int32_t> one = {0};
-        kv.occupy(one);
-        CHECK(kv.bytes_read_per_layer() == 2 * row_bytes(type, h.n_embd_kv()));
+    kv_cache kv(cpu, nullptr, small_hparams(), 4, 2, true);
+    place(kv, {0, 1, 2}, 0);
+    try {
+        place(kv, {0, 1}, 1);
+        FAIL("expected context_full");
+    } catch (const error& e) {
+        CHECK(e.code() == status::context_full);
     }
+    CHECK(kv.used_cells() == 3);
+    CHECK(kv.pos_max(1) == -1);
 }
 
-TEST_CASE("a device layer's cache costs its F16 cells and their positions") {
-    const hparams h = small_hparams();
-    CHECK(kv_cache::device_layer_bytes(h, 256) >=
-          2 * row_bytes(ggml_type::f16, h.n_embd_kv()) * 256 + 256 * sizeof(int32_t));
+TEST_CASE("a cache with 0 or more than 64 sequences is refused") {
+    device cpu = device::cpu(1);
+    CHECK_THROWS_AS(kv_cache(cpu, nullptr, small_hparams(), 4, 0, true), error);
+    CHECK_THROWS_AS(kv_cache(cpu, nullptr, small_hparams(), 4, 65, true), error);
 }
