@@ -2,79 +2,186 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
+#include "sampling/candidates.hpp"
+#include "sampling/dry.hpp"
+#include "sampling/logit_bias.hpp"
+#include "sampling/mirostat.hpp"
+#include "sampling/pick.hpp"
+#include "sampling/temperature.hpp"
+#include "sampling/truncation.hpp"
+#include "sampling/xtc.hpp"
 #include "support/error.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pi {
+namespace {
 
-sampler::sampler(const sampler_options& options) : options_(options), rng_(options.seed) {
-    if (!std::isfinite(options.temperature)) fail(status::invalid_argument, "temperature must be finite");
-    if (!(options.top_p > 0.0f) || !std::isfinite(options.top_p))
-        fail(status::invalid_argument, "top_p must be in (0, 1] (got ", options.top_p, ")");
+// llama.cpp's m for mirostat v1: the number of most likely tokens that estimate the exponent.
+constexpr int32_t mirostat_m = 100;
+
+bool has_stage(const sampler_options& o, sampler_stage s) {
+    return std::find(o.stages.begin(), o.stages.end(), s) != o.stages.end();
 }
 
-int32_t sampler::sample(std::span<const float> logits) {
-    if (logits.empty()) fail(status::invalid_argument, "no logits to sample from");
-    const auto n = static_cast<int32_t>(logits.size());
-    if (options_.temperature <= 0.0f) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n; ++i)
-            if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
-        if (std::isnan(logits[static_cast<size_t>(best)])) fail(status::invalid_argument, "logits are NaN");
-        return best;
-    }
+penalty_options penalties_of(const sampler_options& o) {
+    return {o.penalty_last_n, o.repeat_penalty, o.frequency_penalty, o.presence_penalty};
+}
 
-    candidates_.resize(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) {
-        const float l = logits[static_cast<size_t>(i)];
-        if (std::isnan(l)) fail(status::invalid_argument, "logit of token ", i, " is NaN");
-        candidates_[static_cast<size_t>(i)] = {i, l};
-    }
-    const auto by_logit = [](const candidate& a, const candidate& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+dry_options dry_of(const sampler_options& o) {
+    return {o.dry_multiplier, o.dry_base, o.dry_allowed_length, o.dry_penalty_last_n};
+}
+
+bool penalties_run(const sampler_options& o) {
+    return has_stage(o, sampler_stage::penalties) && penalties_of(o).active();
+}
+
+bool dry_runs(const sampler_options& o) {
+    return o.mirostat == 0 && has_stage(o, sampler_stage::dry) && dry_of(o).active();
+}
+
+// How many accepted tokens the stages that run look back at.
+size_t history_capacity(const sampler_options& o) {
+    size_t capacity = 0;
+    const auto need = [&](int32_t last_n) {
+        capacity =
+            last_n < 0 ? token_history::unbounded : std::max(capacity, static_cast<size_t>(last_n));
     };
-    size_t keep = candidates_.size();
-    if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < keep) {
-        keep = static_cast<size_t>(options_.top_k);
-        std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
-                          candidates_.end(), by_logit);
-    } else {
-        std::sort(candidates_.begin(), candidates_.end(), by_logit);
-    }
+    if (penalties_run(o)) need(o.penalty_last_n);
+    if (dry_runs(o) && capacity != token_history::unbounded) need(o.dry_penalty_last_n);
+    return capacity;
+}
 
-    // Top-p on the softmax of the raw logits, temperature applied afterwards (llama.cpp's
-    // order, docs/sampling.md).
-    probs_.resize(keep);
-    const float max_logit = candidates_[0].logit;
-    double sum = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-        probs_[i] = std::exp(candidates_[i].logit - max_logit);
-        sum += probs_[i];
+} // namespace
+
+sampler::sampler(const sampler_options& options, const tokenizer* vocab,
+                 std::unique_ptr<token_constraint> constraint)
+    : options_(options), n_vocab_(vocab ? vocab->n_tokens() : 0),
+      constraint_(std::move(constraint)), penalties_(penalties_of(options)),
+      history_(history_capacity(options)), mu_(2.0f * options.mirostat_tau), rng_(options.seed) {
+    validate(options_, n_vocab_);
+    if (dry_runs(options_)) {
+        std::vector<std::string> pieces;
+        if (!options_.dry_sequence_breakers.empty()) {
+            pieces.resize(static_cast<size_t>(n_vocab_));
+            for (int32_t id = 0; id < n_vocab_; ++id)
+                pieces[static_cast<size_t>(id)] = vocab->piece(id);
+        }
+        dry_ = std::make_unique<dry_penalty>(dry_of(options_), options_.dry_sequence_breakers,
+                                             std::move(pieces));
     }
-    if (options_.top_p < 1.0f) {
-        double cumulative = 0.0;
-        for (size_t i = 0; i < keep; ++i) {
-            cumulative += probs_[i] / sum;
-            if (cumulative >= options_.top_p) {
-                keep = i + 1;
-                break;
-            }
+}
+
+sampler::~sampler() = default;
+sampler::sampler(sampler&&) noexcept = default;
+sampler& sampler::operator=(sampler&&) noexcept = default;
+
+int32_t sampler::sample(std::span<const float> logits) {
+    if (n_vocab_ > 0 && logits.size() != static_cast<size_t>(n_vocab_))
+        fail(status::invalid_argument, "got ", logits.size(), " logits for a vocabulary of ",
+             n_vocab_, " tokens");
+    choice c = run_chain(logits, false);
+    if (constraint_ && !constraint_allows({c.token, logits[static_cast<size_t>(c.token)], 0.0f}))
+        c = run_chain(logits, true);
+    if (constraint_) {
+        constraint_->accept(c.token);
+        constrained_tokens_.push_back(c.token);
+    }
+    history_.push(c.token);
+    if (options_.mirostat != 0) mu_ = c.mu;
+    return c.token;
+}
+
+bool sampler::constraint_allows(const token_candidate& c) const {
+    candidate_list one{{c}, false};
+    constraint_->apply(one);
+    return !one.tokens.empty() && one.tokens.front().logit != -INFINITY;
+}
+
+sampler::choice sampler::run_chain(std::span<const float> logits, bool constrained) {
+    candidate_list& list = candidates_;
+    fill_candidates(list, logits);
+    apply_logit_bias(list, options_.logit_biases);
+    if (constrained) constraint_->apply(list);
+    drop_forbidden(list);
+    if (list.tokens.empty())
+        fail(status::invalid_argument, constrained ? "the grammar and the logit bias allow no token"
+                                                   : "the logit bias forbids every token");
+    run_stages(list);
+    return pick(list, logits.size());
+}
+
+void sampler::run_stages(candidate_list& list) {
+    const sampler_options& o = options_;
+    if (o.mirostat != 0) {
+        if (penalties_run(o)) penalties_.apply(list, history_);
+        if (o.temperature > 0.0f) {
+            apply_temperature(list, o.temperature);
+        } else {
+            sort_by_logit(list);
+            list.tokens.resize(1);
+        }
+        return;
+    }
+    for (sampler_stage s : o.stages) {
+        switch (s) {
+        case sampler_stage::penalties:
+            penalties_.apply(list, history_);
+            break;
+        case sampler_stage::dry:
+            if (dry_) dry_->apply(list, history_);
+            break;
+        case sampler_stage::top_k:
+            top_k(list, o.top_k, o.min_keep);
+            break;
+        case sampler_stage::typical:
+            typical(list, o.typical_p, o.min_keep);
+            break;
+        case sampler_stage::top_p:
+            top_p(list, o.top_p, o.min_keep);
+            break;
+        case sampler_stage::min_p:
+            min_p(list, o.min_p, o.min_keep);
+            break;
+        case sampler_stage::xtc:
+            exclude_top_choices(list, o.xtc_probability, o.xtc_threshold, o.min_keep, rng_);
+            break;
+        case sampler_stage::temperature:
+            apply_dynamic_temperature(list, o.temperature, o.dynatemp_range, o.dynatemp_exponent);
+            break;
         }
     }
+}
 
-    sum = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-        probs_[i] = std::exp((candidates_[i].logit - max_logit) / options_.temperature);
-        sum += probs_[i];
+sampler::choice sampler::pick(candidate_list& list, size_t n_logits) {
+    const sampler_options& o = options_;
+    if (o.mirostat == 1) {
+        const mirostat_pick m = mirostat_v1(list, static_cast<int32_t>(n_logits), o.mirostat_tau,
+                                            o.mirostat_eta, mirostat_m, mu_, rng_);
+        return {list.tokens[m.index].id, m.mu};
     }
-    // 24 random bits give a uniform draw in [0, 1) that is identical on every standard library.
-    const double u = static_cast<double>(rng_() >> 8) / static_cast<double>(1u << 24) * sum;
-    double acc = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-        acc += probs_[i];
-        if (u < acc) return candidates_[i].id;
+    if (o.mirostat == 2) {
+        const mirostat_pick m = mirostat_v2(list, o.mirostat_tau, o.mirostat_eta, mu_, rng_);
+        return {list.tokens[m.index].id, m.mu};
     }
-    return candidates_[keep - 1].id;
+    const size_t index = o.temperature <= 0.0f ? pick_greedy(list) : pick_random(list, rng_);
+    return {list.tokens[index].id, mu_};
+}
+
+void sampler::accept(int32_t token) {
+    if (token < 0 || (n_vocab_ > 0 && token >= n_vocab_))
+        fail(status::invalid_argument, "token ", token, " is outside the vocabulary",
+             n_vocab_ > 0 ? concat(" of ", n_vocab_, " tokens") : std::string());
+    history_.push(token);
+}
+
+void sampler::reset() {
+    history_.clear();
+    constrained_tokens_.clear();
+    if (constraint_) constraint_->reset();
+    mu_ = 2.0f * options_.mirostat_tau;
+    rng_.seed(options_.seed);
 }
 
 } // namespace pi
