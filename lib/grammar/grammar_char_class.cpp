@@ -1,0 +1,30 @@
+// Membership tests of a character class; its ranges are sorted and disjoint (gbnf_parser.cpp).
+#include "grammar/grammar.hpp"
+
+namespace pi {
+
+bool grammar_char_class::matches(char32_t c) const noexcept {
+    bool in = false;
+    for (const code_point_range& r : ranges) {
+        if (c < r.first) break;
+        if (c <= r.last) {
+            in = true;
+            break;
+        }
+    }
+    return in != negated;
+}
+
+bool grammar_char_class::intersects(char32_t first, char32_t last) const noexcept {
+    if (!negated) {
+        for (const code_point_range& r : ranges)
+            if (r.first <= last && first <= r.last) return true;
+        return false;
+    }
+    // The complement meets first..last unless one range covers all of it (ranges are merged).
+    for (const code_point_range& r : ranges)
+        if (r.first <= first && last <= r.last) return false;
+    return true;
+}
+
+} // namespace pi
