@@ -60,6 +60,19 @@ TEST_CASE("llama vocabulary header values and known encodings") {
     CHECK(t.encode("\xF0\x9F\x9A\x80", false) == ids{29871, 243, 162, 157, 131});
 }
 
+TEST_CASE("llama vocabulary parses its control tokens and ends generation at EOS only") {
+    if (!pi::test::require_vector_file(llama_vocab)) return;
+    const pi::tokenizer& t = llama();
+    CHECK(t.encode("<s>Hello world</s>", false, true) == ids{1, 15043, 3186, 2});
+    ids chat{1};
+    const ids between = t.encode("[INST] Hello [/INST]", false);
+    chat.insert(chat.end(), between.begin(), between.end());
+    CHECK(t.encode("<s>[INST] Hello [/INST]", false, true) == chat);
+    CHECK(t.vocabulary().eot == -1);
+    CHECK(t.eog_tokens().size() == 1);
+    CHECK(t.is_eog(2));
+}
+
 TEST_CASE("decode inverts encode on every shared llama input, with and without BOS") {
     if (!pi::test::require_vector_file(llama_vocab)) return;
     for (const std::string& text :
