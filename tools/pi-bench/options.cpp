@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "powerinfer.h"
 #include "tool_args.h"
 
 namespace pi::bench {
@@ -33,10 +34,16 @@ constexpr char usage[] =
     "      --vram-budget GiB  offload device memory for dense blocks, KV cache and hot FFN "
     "neurons\n"
     "      --offload-device D auto, cuda, hip, cpu (a second CPU instance) or none\n"
+    "  -np, --parallel N    also decode N sequences together (prompts of -p tokens, then -n\n"
+    "                       steps of one token per sequence) against one alone (default 1: off)\n"
+    "      --chat-turns K   also a K-turn chat through pi_generate with cache reuse: messages of\n"
+    "                       about -p tokens, replies of -n tokens; prompt ms and t/s per turn\n"
     "  -h, --help           this text\n";
 
 // Upper bound of every count, so that sums like n_prompt + n_gen cannot overflow.
 constexpr int max_count = 1 << 24;
+// More turns than any context holds at the smallest sizes.
+constexpr int max_chat_turns = 1 << 16;
 
 // The value of --modes: a comma-separated list of distinct modes.
 void parse_modes(tool_args& a, std::vector<mode>& out) {
@@ -105,6 +112,10 @@ std::optional<options> parse_options(int argc, char** argv) {
             tool_args_int(&a, 1, max_count, &o.n_ctx);
         else if (tool_args_is(&a, nullptr, "--vram-budget"))
             tool_args_double(&a, 0, 1e6, &o.vram_budget_gib);
+        else if (tool_args_is(&a, "-np", "--parallel"))
+            tool_args_int(&a, 1, PI_MAX_SEQUENCES, &o.parallel);
+        else if (tool_args_is(&a, nullptr, "--chat-turns"))
+            tool_args_int(&a, 0, max_chat_turns, &o.chat_turns);
         else if (tool_args_is(&a, nullptr, "--offload-device")) {
             if (const char* device = tool_args_text(&a)) o.offload_device = device;
         } else
@@ -119,6 +130,8 @@ std::optional<options> parse_options(int argc, char** argv) {
         o.n_ctx = o.n_prompt + o.n_gen + ctx_slack;
     else if (o.n_ctx < longest)
         tool_args_fail(&a, "-c %d is smaller than the longest test (%d tokens)", o.n_ctx, longest);
+    if (o.parallel > 1 && o.n_gen == 0)
+        tool_args_fail(&a, "--parallel %d: -n is 0, no steps to time", o.parallel);
     if (tool_args_finish(&a) != 0) return std::nullopt;
     return o;
 }

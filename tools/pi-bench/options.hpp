@@ -21,8 +21,10 @@ struct options {
     std::vector<mode> modes{mode::sparse, mode::dense};
     bool json = false;
     bool bandwidth = true;
-    double vram_budget_gib = -1;   // < 0: not given (the library's default: no offload without a GPU)
-    std::string offload_device;    // empty: the library's default ("auto")
+    double vram_budget_gib = -1; // < 0: not given (the library's default: no offload without a GPU)
+    std::string offload_device;  // empty: the library's default ("auto")
+    int parallel = 1;            // > 1: also N sequences decoded together (parallel.hpp)
+    int chat_turns = 0; // > 0: also a chat of that many turns with cache reuse (chat_turns.hpp)
 };
 
 // Extra KV cache positions beyond the longest test, as llama-bench leaves a little headroom.

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "json.hpp"
+#include "report_conversation.hpp"
+#include "report_format.hpp"
 
 namespace pi::bench {
 
@@ -57,39 +59,6 @@ std::vector<std::string> distinct_paths(const report& r) {
     return paths;
 }
 
-std::string fmt(const char* format, double value) {
-    char text[64];
-    std::snprintf(text, sizeof text, format, value);
-    return text;
-}
-
-std::string fixed(double value, int decimals) {
-    if (!std::isfinite(value)) return "-";
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", decimals, value);
-    return text;
-}
-
-std::string bytes_binary(double bytes) {
-    if (bytes >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-    if (bytes >= 1024.0 * 1024) return fmt("%.2f MiB", bytes / (1024.0 * 1024));
-    return fmt("%.2f KiB", bytes / 1024.0);
-}
-
-std::string count_si(double n) {
-    if (n >= 1e9) return fmt("%.2f B", n / 1e9);
-    if (n >= 1e6) return fmt("%.2f M", n / 1e6);
-    return fmt("%.2f K", n / 1e3);
-}
-
-std::string speed(const summary& s) {
-    return fixed(s.median, 2) + " ± " + fixed(s.stddev, 2);
-}
-
-std::string model_cell(const model_facts& m) {
-    return m.label + " " + m.weight_type;
-}
-
 void markdown_test_row(std::FILE* out, const run_result& run, const test_result& t,
                        const derived& d) {
     const bool tg = t.name == "tg";
@@ -103,26 +72,6 @@ void markdown_test_row(std::FILE* out, const run_result& run, const test_result&
         tg ? fixed(d.limit_tokens_per_second, 2).c_str() : "-",
         tg ? (fixed(d.percent_of_limit, 1) + (std::isfinite(d.percent_of_limit) ? "%" : "")).c_str()
            : "-");
-}
-
-void json_summary(json_writer& j, const summary& s) {
-    j.begin_object();
-    j.key("median");
-    j.number(s.median);
-    j.key("mean");
-    j.number(s.mean);
-    j.key("stddev");
-    j.number(s.stddev);
-    j.key("min");
-    j.number(s.min);
-    j.key("max");
-    j.number(s.max);
-    j.key("samples");
-    j.begin_array();
-    for (double v : s.samples)
-        j.number(v);
-    j.end_array();
-    j.end_object();
 }
 
 void json_number_or_null(json_writer& j, std::string_view key, double value) {
@@ -230,6 +179,7 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
         json_number_or_null(j, "hot_fraction", f.hot_fraction);
         j.end_object();
     }
+    json_conversation(j, run);
     j.end_object();
 }
 
@@ -316,6 +266,9 @@ void print_markdown(const report& r, std::FILE* out) {
         }
     }
 
+    markdown_parallel(r, out);
+    markdown_chat_turns(r, out);
+
     bool header = false;
     for (const std::string& path : distinct_paths(r)) {
         const double ratio = sparse_over_dense(r, path);
@@ -354,7 +307,9 @@ void print_json(const report& r, std::FILE* out) {
                                       {"repetitions", r.opts.repetitions},
                                       {"warmup", r.opts.warmup},
                                       {"threads", r.opts.threads},
-                                      {"n_ctx", r.opts.n_ctx}}) {
+                                      {"n_ctx", r.opts.n_ctx},
+                                      {"parallel", r.opts.parallel},
+                                      {"chat_turns", r.opts.chat_turns}}) {
         j.key(name);
         j.integer(static_cast<uint64_t>(value));
     }

@@ -196,6 +196,13 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
         out.decode_tokens = stats.n_decode_tokens;
         out.ffn_active_fraction = stats.ffn_active_fraction;
     }
+    ctx.reset(); // the next tests make contexts of their own
+    if (o.parallel > 1) {
+        out.parallel.emplace();
+        if (!measure_parallel(model.get(), o, *out.parallel, message)) return outcome::failed;
+    }
+    if (o.chat_turns > 0 && !measure_chat(model.get(), o, out.chat_turns, message))
+        return outcome::failed;
     out.peak_rss = peak_rss_bytes();
     return outcome::done;
 }

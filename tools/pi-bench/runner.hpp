@@ -3,8 +3,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "chat_turns.hpp"
 #include "options.hpp"
+#include "parallel.hpp"
 #include "summary.hpp"
 
 namespace pi::bench {
@@ -51,6 +54,8 @@ struct run_result {
     uint64_t peak_rss = 0;
     bool peak_rss_of_run_only = false; // false: the peak covers the whole process so far
     offload_facts offload;
+    std::optional<parallel_result> parallel;  // --parallel
+    std::vector<chat_turn_result> chat_turns; // --chat-turns
 
     double bytes_per_token() const {
         return decode_tokens
@@ -61,7 +66,8 @@ struct run_result {
 
 enum class outcome { done, skipped, failed };
 
-// Loads one model in one mode, runs the pp and tg tests and fills `out`. `message` explains a
+// Loads one model in one mode, runs the pp and tg tests (and --parallel, --chat-turns) and fills
+// `out`. `message` explains a
 // skip (a dense file cannot run sparse) or a failure (with pi_last_error()).
 outcome run_benchmark(const std::string& path, mode m, const options& o, run_result& out,
                       std::string& message);

@@ -1,0 +1,157 @@
+#include "chat_turns.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+
+namespace pi::bench {
+
+namespace {
+
+using context_ptr = std::unique_ptr<pi_context, decltype(&pi_context_free)>;
+
+constexpr uint32_t words_seed = 2468;
+constexpr char user_prefix[] = "\nUser:";
+constexpr char assistant_prefix[] = "\nAssistant:";
+// Room per turn beyond its user words and reply: the prefixes, and words of several tokens.
+constexpr int turn_slack = 32;
+
+bool failed(const char* what, pi_status status, std::string& message) {
+    if (status == PI_OK) return false;
+    message = std::string("--chat-turns: ") + what + ": " + pi_status_str(status) + ": " +
+              pi_last_error();
+    return true;
+}
+
+// Pieces that are one word after a space (" the"): n of them make a message of about n tokens.
+std::vector<std::string> vocabulary_words(const pi_model* model) {
+    std::vector<std::string> words;
+    char piece[64];
+    for (pi_token t = 0; t < pi_n_vocab(model); ++t) {
+        size_t len = 0;
+        if (pi_token_to_piece(model, t, piece, sizeof piece, &len) != PI_OK || len < 3 ||
+            len > sizeof piece || piece[0] != ' ')
+            continue;
+        if (std::all_of(piece + 1, piece + len,
+                        [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
+            words.emplace_back(piece, len);
+    }
+    return words;
+}
+
+// The same messages in every repetition.
+std::vector<std::string> user_messages(const std::vector<std::string>& words, int turns,
+                                       int n_words) {
+    std::mt19937 rng(words_seed);
+    std::uniform_int_distribution<size_t> pick(0, words.size() - 1);
+    std::vector<std::string> messages(static_cast<size_t>(turns));
+    for (std::string& m : messages)
+        for (int i = 0; i < n_words; ++i)
+            m += words[pick(rng)];
+    return messages;
+}
+
+// Greedy with every end-of-generation token forbidden, so that every reply is n_gen tokens long.
+struct greedy_sampler {
+    std::vector<pi_logit_bias> bias;
+    pi_sampler_params params = pi_sampler_default_params();
+
+    explicit greedy_sampler(const pi_model* model) {
+        for (pi_token t = 0; t < pi_n_vocab(model); ++t)
+            if (pi_token_is_eog(model, t)) bias.push_back({t, -INFINITY});
+        params.temperature = 0;
+        params.logit_bias = bias.data();
+        params.n_logit_bias = bias.size();
+    }
+};
+
+int append_reply(const char* text, size_t len, void* reply) {
+    static_cast<std::string*>(reply)->append(text, len);
+    return 1;
+}
+
+// One chat from an empty cache: each turn appends its user message to the transcript, sends the
+// whole of it and appends the reply. Fills the token counts of `turns` and adds one sample of
+// each turn's times.
+bool run_chat(pi_context* ctx, const std::vector<std::string>& messages,
+              const pi_sampler_params& sampler, int n_gen, std::vector<chat_turn_result>& turns,
+              std::vector<std::vector<double>>& prompt_ms,
+              std::vector<std::vector<double>>& decode_tps, std::string& message) {
+    if (failed("pi_kv_truncate", pi_kv_truncate(ctx, 0), message)) return false;
+    pi_generate_params gp = pi_generate_default_params();
+    gp.max_tokens = n_gen;
+    gp.sampler_params = &sampler;
+    gp.reuse_cache = 1;
+    gp.callback = append_reply;
+    std::string transcript, reply;
+    gp.user_data = &reply;
+    for (size_t k = 0; k < messages.size(); ++k) {
+        transcript += user_prefix + messages[k] + assistant_prefix;
+        reply.clear();
+        pi_generate_result r{};
+        r.struct_size = sizeof r;
+        if (failed("pi_generate", pi_generate(ctx, transcript.c_str(), &gp, &r), message))
+            return false;
+        transcript += reply;
+        turns[k].turn = static_cast<int>(k) + 1;
+        turns[k].prompt_tokens = r.n_prompt_tokens;
+        turns[k].cached_tokens = r.n_cached_tokens;
+        turns[k].generated_tokens = r.n_generated_tokens;
+        prompt_ms[k].push_back(r.prompt_seconds * 1e3);
+        decode_tps[k].push_back(r.decode_seconds > 0 ? r.n_generated_tokens / r.decode_seconds : 0);
+    }
+    return true;
+}
+
+} // namespace
+
+bool measure_chat(pi_model* model, const options& o, std::vector<chat_turn_result>& out,
+                  std::string& message) {
+    const std::vector<std::string> words = vocabulary_words(model);
+    if (words.empty()) {
+        message = "--chat-turns: the vocabulary has no word pieces to write messages with";
+        return false;
+    }
+    const int n_words = std::max(1, o.n_prompt);
+    const int64_t n_ctx =
+        int64_t{o.chat_turns} * (2 * int64_t{n_words} + o.n_gen + turn_slack) + ctx_slack;
+    if (n_ctx > INT32_MAX) {
+        message = "--chat-turns: " + std::to_string(n_ctx) + " KV cache cells needed: too many";
+        return false;
+    }
+    pi_context_params cp = pi_context_default_params();
+    cp.n_ctx = static_cast<int32_t>(n_ctx);
+    cp.n_threads = o.threads;
+    pi_context* raw = nullptr;
+    const pi_status created = pi_context_create(model, &cp, &raw);
+    context_ptr ctx(raw, pi_context_free);
+    if (failed("pi_context_create", created, message)) return false;
+
+    const std::vector<std::string> messages = user_messages(words, o.chat_turns, n_words);
+    const greedy_sampler sampler(model);
+    const size_t turns = messages.size();
+    out.assign(turns, chat_turn_result{});
+    std::vector<std::vector<double>> prompt_ms(turns), decode_tps(turns);
+    for (int i = 0; i < o.warmup; ++i)
+        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, prompt_ms, decode_tps,
+                      message))
+            return false;
+    for (std::vector<double>& samples : prompt_ms)
+        samples.clear();
+    for (std::vector<double>& samples : decode_tps)
+        samples.clear();
+    for (int i = 0; i < o.repetitions; ++i)
+        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, prompt_ms, decode_tps,
+                      message))
+            return false;
+    for (size_t k = 0; k < turns; ++k) {
+        out[k].prompt_ms = summarize(prompt_ms[k]);
+        out[k].decode_tokens_per_second = summarize(decode_tps[k]);
+    }
+    return true;
+}
+
+} // namespace pi::bench

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <string>
+
+#include "json.hpp"
+#include "runner.hpp"
+#include "summary.hpp"
+
+// How the report writes numbers, shared by its tables (report.cpp, report_conversation.cpp).
+namespace pi::bench {
+
+// printf of one number.
+std::string fmt(const char* format, double value);
+// value with that many decimals; "-" when it is not finite.
+std::string fixed(double value, int decimals);
+// "1.50 GiB", "3.20 MiB", "12.00 KiB".
+std::string bytes_binary(double bytes);
+// "1.10 B", "3.20 M", "12.00 K".
+std::string count_si(double n);
+// "median ± stddev".
+std::string speed(const summary& s);
+// The model column: file label and weight type.
+std::string model_cell(const model_facts& m);
+// Median, mean, stddev, min, max and the samples as one JSON object.
+void json_summary(json_writer& j, const summary& s);
+
+} // namespace pi::bench
