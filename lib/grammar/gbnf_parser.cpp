@@ -405,12 +405,14 @@ class gbnf_parser {
             max = 1;
         } else {
             skip_space(true);
-            min = max = parse_count(op_at);
+            const bool from_zero = peek() == ','; // {,n}
+            min = max = from_zero ? 0 : parse_count(op_at);
             skip_space(true);
             if (peek() == ',') {
                 ++pos_;
                 skip_space(true);
                 if (peek() == '}') {
+                    if (from_zero) fail_at(op_at, "repetition {,} needs a count");
                     unbounded = true;
                 } else {
                     max = parse_count(op_at);

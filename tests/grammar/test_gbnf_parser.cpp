@@ -161,6 +161,7 @@ TEST_CASE("malformed grammars name the line and column") {
          "grammar: line 1, column 14: expected a number in '{...}', found 'x'"},
         {"root ::= \"a\"{3",
          "grammar: line 1, column 15: expected '}', found the end of the grammar"},
+        {"root ::= \"a\"{,}", "grammar: line 1, column 13: repetition {,} needs a count"},
         {"root ::= \"a\"{99999}", "grammar: line 1, column 13: repetition count over 10000"},
         {"root ::= \"a\" @", "grammar: line 1, column 14: unexpected '@'"},
         {"root ::= \"a\"\nroot ::= \"b\"",

@@ -65,6 +65,9 @@ TEST_CASE("repetitions * + ? and counted") {
     CHECK(verdict(counted, "xx.yy.") == "rejected");
     CHECK(verdict(counted, "xx.yyy.") == "prefix");
     CHECK(verdict(R"(root ::= "a"{0})", "") == "match");
+    CHECK(verdict(R"(root ::= "a"{,2} "b")", "b") == "match");
+    CHECK(verdict(R"(root ::= "a"{ , 2 } "b")", "aab") == "match");
+    CHECK(verdict(R"(root ::= "a"{,2} "b")", "aaab") == "rejected");
     CHECK(verdict(R"(root ::= "a"{0,2} "b")", "aab") == "match");
     CHECK(verdict(R"(root ::= "a"{0,2} "b")", "aaab") == "rejected");
 }
