@@ -241,11 +241,13 @@ class schema_converter {
     }
 
     std::string array(const json& schema, const std::string& path) {
-        std::string item = primitive_ref("value");
-        if (schema.contains("items")) {
-            if (schema["items"].is_array())
-                fail(status::unsupported, "json schema: 'items' as an array (tuple) at ", path,
-                     " is not supported");
+        std::string item;
+        if (!schema.contains("items")) {
+            item = primitive_ref("value");
+        } else if (schema["items"].is_array()) {
+            fail(status::unsupported, "json schema: 'items' as an array (tuple) at ", path,
+                 " is not supported");
+        } else {
             item = expression(schema["items"], path + "-item");
         }
         const uint64_t min = count_of(schema, "minItems", 0);
@@ -303,24 +305,32 @@ class schema_converter {
         }
         use("ws");
         // Members in schema order, optional ones skippable, commas only between those present:
-        // first_i matches members i.. when none came before, rest_i when one did.
+        // first_i matches members i.. when none came before, rest_i when one did. Only the rules
+        // that first_0 reaches are made.
         const size_t n = members.size();
+        const auto is_required = [&](size_t i) { return required.count(members[i].second) != 0; };
+        std::vector<bool> need_first(n + 1, false), need_rest(n + 1, false);
+        need_first[0] = n > 0;
+        for (size_t i = 0; i < n; ++i) {
+            if (need_first[i] || need_rest[i]) need_rest[i + 1] = i + 1 < n;
+            if (need_first[i] && !is_required(i)) need_first[i + 1] = i + 1 < n;
+        }
         std::vector<std::string> first(n + 1), rest(n + 1);
         for (size_t i = n; i-- > 0;) {
-            const bool is_required = required.count(members[i].second) != 0;
             const std::string& member = members[i].first;
             const std::string rest_after = rest[i + 1].empty() ? "" : " " + rest[i + 1];
             std::string rest_body = "\",\" ws " + member + rest_after;
             std::string first_body = member + rest_after;
-            if (!is_required) {
+            if (!is_required(i)) {
                 // Never a trailing '|': GBNF would continue the rule on the next line.
                 rest_body =
                     rest[i + 1].empty() ? "(" + rest_body + ")?" : rest_body + " | " + rest[i + 1];
                 first_body = first[i + 1].empty() ? "(" + first_body + ")?"
                                                   : first_body + " | " + first[i + 1];
             }
-            rest[i] = add_rule(concat(path, "-rest-", i), std::move(rest_body));
-            first[i] = add_rule(concat(path, "-members-", i), std::move(first_body));
+            if (need_rest[i]) rest[i] = add_rule(concat(path, "-rest-", i), std::move(rest_body));
+            if (need_first[i])
+                first[i] = add_rule(concat(path, "-members-", i), std::move(first_body));
         }
         return add_rule(path, R"("{" ws )" + (n == 0 ? std::string() : first[0] + " ") + R"("}")");
     }

@@ -178,6 +178,8 @@ TEST_CASE("malformed grammars name the line and column") {
          "grammar: line 2, column 1: left recursion: rule 'a' can reach itself before matching any "
          "character (a -> b -> a)"},
         {"root ::= \"a\" \\", "grammar: line 1, column 14: unexpected '\\'"},
+        {"root ::= \"a\" |\nb ::= \"c\"",
+         "grammar: line 2, column 3: '::=' inside a rule (a new rule must start on its own line)"},
     };
     for (const bad& b : cases) {
         CAPTURE(b.text);

@@ -229,11 +229,26 @@ TEST_CASE("random generations under a schema always parse and satisfy it (fixtur
     const auto g = make_grammar_constraint(json_schema_to_gbnf(person), "root", *vocab);
     std::mt19937 rng(7);
     int ended = 0;
-    for (int run = 0; run < 20; ++run) {
+    for (int run = 0; run < 100; ++run) {
         const walk_result r = random_walk(*g, *vocab, rng, 3000);
         if (!r.ended) continue;
         ++ended;
         check_person(r.text);
     }
-    CHECK(ended >= 18);
+    CHECK(ended >= 95);
+}
+
+TEST_CASE("random generations under the JSON value grammar parse whenever they end") {
+    const auto vocab = test::toy_tokenizer(json_toy_texts());
+    const auto g = make_grammar_constraint(json_value_gbnf(), "root", *vocab);
+    std::mt19937 rng(5);
+    int ended = 0;
+    for (int run = 0; run < 200; ++run) {
+        const walk_result r = random_walk(*g, *vocab, rng, 2000);
+        if (!r.ended) continue;
+        ++ended;
+        CAPTURE(r.text);
+        CHECK(json::accept(r.text));
+    }
+    CHECK(ended >= 190);
 }
