@@ -20,7 +20,14 @@ struct grammar_char_class {
     std::vector<code_point_range> ranges;
     bool negated = false;
 
-    bool matches(char32_t c) const noexcept;
+    bool matches(char32_t c) const noexcept {
+        // Inline: the token filter calls this once per candidate and live stack.
+        for (const code_point_range& r : ranges) {
+            if (c < r.first) break;
+            if (c <= r.last) return !negated;
+        }
+        return negated;
+    }
     // Whether some code point of first..last is in the class.
     bool intersects(char32_t first, char32_t last) const noexcept;
 };

@@ -1,19 +1,8 @@
-// Membership tests of a character class; its ranges are sorted and disjoint (gbnf_parser.cpp).
+// Whether a character class meets a range of code points; its ranges are sorted and disjoint
+// (gbnf_parser.cpp).
 #include "grammar/grammar.hpp"
 
 namespace pi {
-
-bool grammar_char_class::matches(char32_t c) const noexcept {
-    bool in = false;
-    for (const code_point_range& r : ranges) {
-        if (c < r.first) break;
-        if (c <= r.last) {
-            in = true;
-            break;
-        }
-    }
-    return in != negated;
-}
 
 bool grammar_char_class::intersects(char32_t first, char32_t last) const noexcept {
     if (!negated) {
