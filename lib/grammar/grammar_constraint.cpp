@@ -108,6 +108,8 @@ class grammar_constraint final : public token_constraint {
         std::vector<size_t> candidate_of; // texts index -> candidates index
         std::vector<utf8_text> continued; // decodings that continue the pending code point
         const bool pending = matcher_.partial().pending();
+        for (const token_candidate& cand : candidates.tokens)
+            (void)kind_of(cand.id); // a bad id throws before any logit changes
         for (size_t c = 0; c < candidates.tokens.size(); ++c) {
             token_candidate& cand = candidates.tokens[c];
             const token_kind k = kind_of(cand.id);
@@ -121,11 +123,12 @@ class grammar_constraint final : public token_constraint {
             }
             token_text t;
             if (pending) {
-                continued.push_back(decode_utf8(pieces_[cand.id], matcher_.partial()));
-                if (!continued.back().valid) {
+                utf8_text d = decode_utf8(pieces_[cand.id], matcher_.partial());
+                if (!d.valid) {
                     cand.logit = forbidden;
                     continue;
                 }
+                continued.push_back(std::move(d));
             } else {
                 t.code_points = code_points_.data() + offsets_[cand.id];
                 t.size = offsets_[cand.id + 1] - offsets_[cand.id];
@@ -135,17 +138,10 @@ class grammar_constraint final : public token_constraint {
             texts.push_back(t);
             candidate_of.push_back(c);
         }
-        if (pending) {
-            // `continued` no longer grows, so pointers into it stay valid.
-            size_t next = 0;
-            for (const utf8_text& d : continued) {
-                if (!d.valid) continue;
-                texts[next].code_points = d.code_points.data();
-                texts[next].size = static_cast<uint32_t>(d.code_points.size());
-                texts[next].tail = d.tail;
-                ++next;
-            }
-        }
+        // `continued` no longer grows, so pointers into it stay valid.
+        for (size_t i = 0; i < continued.size(); ++i)
+            texts[i] = {continued[i].code_points.data(),
+                        static_cast<uint32_t>(continued[i].code_points.size()), continued[i].tail};
         const candidate_filter filter(*grammar_, texts);
         for (const uint32_t i : filter.rejected(matcher_.stacks(), std::move(items), 0))
             candidates.tokens[candidate_of[i]].logit = forbidden;

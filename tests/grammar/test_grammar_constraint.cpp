@@ -118,8 +118,9 @@ TEST_CASE("apply touches only forbidden candidates and works on a subset") {
     CHECK(std::isinf(c.tokens[1].logit));
     CHECK(c.tokens[2].logit == -0.5f);
     candidate_list bad;
-    bad.tokens = {{-1, 0.0f, 0.0f}};
+    bad.tokens = {{6, 1.0f, 0.0f}, {-1, 0.0f, 0.0f}};
     CHECK(test::code_of([&] { g->apply(bad); }) == status::invalid_argument);
+    CHECK(bad.tokens[0].logit == 1.0f); // nothing changed before the bad id was found
 }
 
 TEST_CASE("a malformed grammar fails make_grammar_constraint") {
