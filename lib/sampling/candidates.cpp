@@ -29,10 +29,12 @@ void sort_by_logit(candidate_list& list) {
     list.sorted = true;
 }
 
-void softmax(candidate_list& list) {
-    sort_by_logit(list);
+void normalize(candidate_list& list) {
     if (list.tokens.empty()) return;
-    const float max_logit = list.tokens.front().logit;
+    float max_logit = list.tokens.front().logit;
+    if (!list.sorted)
+        for (const token_candidate& c : list.tokens)
+            max_logit = std::max(max_logit, c.logit);
     double sum = 0.0;
     for (token_candidate& c : list.tokens) {
         const double e = std::exp(static_cast<double>(c.logit) - max_logit);
@@ -41,6 +43,11 @@ void softmax(candidate_list& list) {
     }
     for (token_candidate& c : list.tokens)
         c.p = static_cast<float>(c.p / sum);
+}
+
+void softmax(candidate_list& list) {
+    sort_by_logit(list);
+    normalize(list);
 }
 
 void drop_forbidden(candidate_list& list) {

@@ -15,7 +15,10 @@ void fill_candidates(candidate_list& list, std::span<const float> logits);
 bool logit_order(const token_candidate& a, const token_candidate& b);
 void sort_by_logit(candidate_list& list);
 
-// Sorts by logit and sets p to the softmax of the logits (summed in double precision).
+// Sets p to the softmax of the logits (relative to the largest, summed in double precision),
+// leaving the order alone.
+void normalize(candidate_list& list);
+// Sorts by logit, then normalize().
 void softmax(candidate_list& list);
 
 // Drops the candidates whose logit is -infinity (forbidden by a logit bias or the constraint).

@@ -21,8 +21,14 @@ mirostat_pick draw_and_learn(candidate_list& list, float tau, float eta, float m
 
 mirostat_pick mirostat_v1(candidate_list& list, int32_t n_vocab, float tau, float eta, int32_t m,
                           float mu, std::mt19937& rng) {
-    softmax(list);
+    normalize(list);
+    // Only the m most likely need to be in order.
     const size_t n = std::min(static_cast<size_t>(m), list.tokens.size());
+    if (!list.sorted) {
+        std::partial_sort(list.tokens.begin(), list.tokens.begin() + static_cast<std::ptrdiff_t>(n),
+                          list.tokens.end(), logit_order);
+        list.sorted = n == list.tokens.size();
+    }
     double sum_tb = 0.0, sum_tt = 0.0;
     for (size_t i = 0; i + 1 < n; ++i) {
         const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
@@ -44,11 +50,12 @@ mirostat_pick mirostat_v1(candidate_list& list, int32_t n_vocab, float tau, floa
 }
 
 mirostat_pick mirostat_v2(candidate_list& list, float tau, float eta, float mu, std::mt19937& rng) {
-    softmax(list);
-    size_t keep = 0;
-    while (keep < list.tokens.size() && -std::log2(list.tokens[keep].p) <= mu)
-        ++keep;
-    list.tokens.resize(std::max<size_t>(keep, 1));
+    normalize(list);
+    // Surprise falls as p rises: the kept set is a head of the sorted order, found unsorted.
+    const size_t best = pick_greedy(list);
+    const token_candidate top = list.tokens[best];
+    std::erase_if(list.tokens, [&](const token_candidate& c) { return -std::log2(c.p) > mu; });
+    if (list.tokens.empty()) list.tokens.push_back(top);
     return draw_and_learn(list, tau, eta, mu, rng);
 }
 

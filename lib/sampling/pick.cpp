@@ -12,8 +12,14 @@ size_t pick_greedy(const candidate_list& list) {
     return best;
 }
 
+void keep_most_likely(candidate_list& list) {
+    const token_candidate best = list.tokens[pick_greedy(list)];
+    list.tokens.assign(1, best);
+    list.sorted = true;
+}
+
 size_t pick_random(candidate_list& list, std::mt19937& rng) {
-    softmax(list);
+    normalize(list);
     double sum = 0.0;
     for (const token_candidate& c : list.tokens)
         sum += c.p;

@@ -10,9 +10,12 @@ namespace pi {
 // Index of the largest logit (equal logits: the smaller id). The list must not be empty.
 size_t pick_greedy(const candidate_list& list);
 
-// Index drawn from the softmax of the candidates (the list gets sorted and its p set). One
-// 24-bit uniform number u scaled by the sum of p; the first candidate whose running sum exceeds
-// it is chosen.
+// Leaves only the candidate pick_greedy would choose.
+void keep_most_likely(candidate_list& list);
+
+// Index drawn from the softmax of the candidates (their p is set; the order is kept): one 24-bit
+// uniform number u scaled by the sum of p; the first candidate in list order whose running sum
+// exceeds it is chosen.
 size_t pick_random(candidate_list& list, std::mt19937& rng);
 
 } // namespace pi

@@ -119,8 +119,7 @@ void sampler::run_stages(candidate_list& list) {
         if (o.temperature > 0.0f) {
             apply_temperature(list, o.temperature);
         } else {
-            sort_by_logit(list);
-            list.tokens.resize(1);
+            keep_most_likely(list);
         }
         return;
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sampling/candidates.hpp"
+#include "sampling/pick.hpp"
 
 namespace pi {
 
@@ -17,7 +18,7 @@ float dynamic_temperature(candidate_list& list, float t, float range, float expo
     const float low = std::max(0.0f, t - range);
     const float high = t + range;
     if (list.tokens.size() <= 1) return high;
-    softmax(list);
+    normalize(list);
     const double max_entropy = std::log(static_cast<double>(list.tokens.size()));
     const double normalised = entropy(list) / max_entropy;
     return static_cast<float>(low +
@@ -31,7 +32,7 @@ void apply_dynamic_temperature(candidate_list& list, float t, float range, float
     const float dynamic = dynamic_temperature(list, t, range, exponent);
     if (dynamic > 0.0f) return apply_temperature(list, dynamic);
     // A zero temperature is the greedy limit: only the most likely token stays.
-    list.tokens.resize(1);
+    keep_most_likely(list);
 }
 
 } // namespace pi

@@ -10,7 +10,7 @@ namespace pi {
 void apply_temperature(candidate_list& list, float t);
 void apply_dynamic_temperature(candidate_list& list, float t, float range, float exponent);
 
-// The temperature apply_dynamic_temperature uses for these candidates (softmax taken inside).
+// The temperature apply_dynamic_temperature uses for these candidates (sets their p).
 float dynamic_temperature(candidate_list& list, float t, float range, float exponent);
 
 } // namespace pi

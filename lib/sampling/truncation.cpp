@@ -23,25 +23,53 @@ void top_k(candidate_list& list, int32_t k, int32_t min_keep) {
 
 void top_p(candidate_list& list, float p, int32_t min_keep) {
     if (p >= 1.0f || list.tokens.empty()) return;
-    softmax(list);
+    normalize(list);
+    // The head is usually short: sort growing prefixes instead of the whole vocabulary.
+    const size_t n = list.tokens.size();
+    const size_t least = static_cast<size_t>(std::max(min_keep, 1));
     double cumulative = 0.0;
-    for (size_t i = 0; i < list.tokens.size(); ++i) {
-        cumulative += list.tokens[i].p;
-        if (cumulative >= p && i + 1 >= static_cast<size_t>(min_keep)) {
-            list.tokens.resize(i + 1);
-            return;
+    size_t summed = 0;
+    for (size_t prefix = std::min<size_t>(64, n);; prefix = std::min(prefix * 2, n)) {
+        if (!list.sorted) {
+            std::partial_sort(list.tokens.begin(),
+                              list.tokens.begin() + static_cast<std::ptrdiff_t>(prefix),
+                              list.tokens.end(), logit_order);
+            list.sorted = prefix == n;
         }
+        for (; summed < prefix; ++summed) {
+            cumulative += list.tokens[summed].p;
+            if (cumulative >= p && summed + 1 >= least) {
+                list.tokens.resize(summed + 1);
+                list.sorted = true;
+                return;
+            }
+        }
+        if (prefix == n) return;
     }
 }
 
 void min_p(candidate_list& list, float p, int32_t min_keep) {
     if (p <= 0.0f || list.tokens.empty()) return;
-    sort_by_logit(list);
+    const size_t least = static_cast<size_t>(std::max(min_keep, 1));
     // p_i >= p * p_max  <=>  logit_i >= logit_max + log(p): no softmax needed.
+    if (!list.sorted) {
+        float max_logit = list.tokens.front().logit;
+        for (const token_candidate& c : list.tokens)
+            max_logit = std::max(max_logit, c.logit);
+        const float min_logit = max_logit + std::log(p);
+        size_t passing = 0;
+        for (const token_candidate& c : list.tokens)
+            passing += c.logit >= min_logit ? 1 : 0;
+        if (passing >= least) {
+            std::erase_if(list.tokens,
+                          [&](const token_candidate& c) { return c.logit < min_logit; });
+            return;
+        }
+        sort_by_logit(list);
+    }
     const float min_logit = list.tokens.front().logit + std::log(p);
     size_t keep = 1;
-    while (keep < list.tokens.size() &&
-           (list.tokens[keep].logit >= min_logit || keep < static_cast<size_t>(min_keep)))
+    while (keep < list.tokens.size() && (list.tokens[keep].logit >= min_logit || keep < least))
         ++keep;
     list.tokens.resize(keep);
 }

@@ -1,5 +1,7 @@
 #include "sampling/xtc.hpp"
 
+#include <algorithm>
+
 #include "sampling/candidates.hpp"
 #include "sampling/random.hpp"
 
@@ -10,13 +12,18 @@ void exclude_top_choices(candidate_list& list, float probability, float threshol
     // Above 0.5 at most one token can pass the threshold, and XTC always leaves one of them.
     if (probability <= 0.0f || threshold > 0.5f || list.tokens.size() < 2) return;
     if (uniform24(rng) >= probability) return;
-    softmax(list);
-    size_t last_above = 0; // the least likely token that still passes the threshold
-    for (size_t i = 0; i < list.tokens.size() && list.tokens[i].p >= threshold; ++i)
-        last_above = i;
-    if (last_above == 0 || list.tokens.size() - last_above < static_cast<size_t>(min_keep)) return;
+    normalize(list);
+    size_t above = 0;
+    for (const token_candidate& c : list.tokens)
+        above += c.p >= threshold ? 1 : 0;
+    // All but the least likely of them go; min_keep may forbid it.
+    if (above < 2 || list.tokens.size() - (above - 1) < static_cast<size_t>(min_keep)) return;
+    if (!list.sorted)
+        std::partial_sort(list.tokens.begin(),
+                          list.tokens.begin() + static_cast<std::ptrdiff_t>(above),
+                          list.tokens.end(), logit_order);
     list.tokens.erase(list.tokens.begin(),
-                      list.tokens.begin() + static_cast<std::ptrdiff_t>(last_above));
+                      list.tokens.begin() + static_cast<std::ptrdiff_t>(above - 1));
 }
 
 } // namespace pi

@@ -1,5 +1,6 @@
 #pragma once
 // Hand-made distributions for the stage tests.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -36,6 +37,13 @@ inline std::vector<int32_t> kept_ids(const candidate_list& list) {
     std::vector<int32_t> ids;
     for (const token_candidate& c : list.tokens)
         ids.push_back(c.id);
+    return ids;
+}
+
+// The same ids in increasing order, for stages that keep a set without ordering it.
+inline std::vector<int32_t> kept_set(const candidate_list& list) {
+    std::vector<int32_t> ids = kept_ids(list);
+    std::sort(ids.begin(), ids.end());
     return ids;
 }
 

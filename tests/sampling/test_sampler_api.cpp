@@ -292,7 +292,8 @@ TEST_CASE("a grammar for a model constrains the tokens; a malformed one names th
             CHECK(k > 0);
             break;
         }
-        for (size_t i = 0; i < n; ++i) CHECK((piece[i] >= '0' && piece[i] <= '9'));
+        for (size_t i = 0; i < n; ++i)
+            CHECK((piece[i] >= '0' && piece[i] <= '9'));
     }
     pi_sampler_free(s);
 

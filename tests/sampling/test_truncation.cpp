@@ -6,6 +6,7 @@
 using namespace pi;
 using pi::test::kept_ids;
 using pi::test::kept_probs;
+using pi::test::kept_set;
 using pi::test::list_from_probs;
 using ids = std::vector<int32_t>;
 
@@ -56,15 +57,26 @@ TEST_CASE("top-p keeps the head whose cumulative probability reaches p") {
     CHECK(off.tokens.size() == 5);
 }
 
+TEST_CASE("top-p over a long flat tail sorts as far as it needs, equal logits by id") {
+    auto list = list_from_probs(std::vector<double>(300, 1.0 / 300));
+    top_p(list, 0.499f, 0); // 149.7 tokens' worth: the 150th reaches it
+    REQUIRE(list.tokens.size() == 150);
+    for (int32_t i = 0; i < 150; ++i) CHECK(list.tokens[static_cast<size_t>(i)].id == i);
+}
+
 TEST_CASE("min-p keeps the tokens at least p times as likely as the best") {
     auto list = list_from_probs(probs);
     min_p(list, 0.3f, 0); // threshold 0.12
-    CHECK(kept_ids(list) == ids{1, 3, 0});
+    CHECK(kept_set(list) == ids{0, 1, 3});
     check_renormalised(list, {{1, 0.4 / 0.85}, {3, 0.3 / 0.85}, {0, 0.15 / 0.85}});
 
     auto strict = list_from_probs(probs);
-    min_p(strict, 1.0f, 2);
-    CHECK(kept_ids(strict) == ids{1, 3});
+    min_p(strict, 1.0f, 2); // only 0.4 passes; min_keep 2 adds the next best
+    CHECK(kept_set(strict) == ids{1, 3});
+    auto sorted = list_from_probs(probs);
+    sort_by_logit(sorted);
+    min_p(sorted, 0.3f, 0);
+    CHECK(kept_ids(sorted) == ids{1, 3, 0});
     auto off = list_from_probs(probs);
     min_p(off, 0.0f, 0);
     CHECK(off.tokens.size() == 5);
