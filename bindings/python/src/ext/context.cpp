@@ -1,29 +1,17 @@
 #include "context.hpp"
 
 #include <algorithm>
-#include <condition_variable>
-#include <functional>
-#include <mutex>
-#include <thread>
 
 #include <pybind11/stl.h>
 
+#include "decoding.hpp"
 #include "errors.hpp"
-#include "waiting.hpp"
 
 namespace py = pybind11;
 
 namespace pi::python {
 
 namespace {
-
-struct eval_call {
-    std::mutex m;
-    std::condition_variable cv;
-    bool finished = false;
-    pi_status status = PI_OK;
-    std::string error;
-};
 
 pi_status decode_all(context_state& s, const std::vector<int32_t>& tokens) {
     const auto step = static_cast<size_t>(std::max(s.n_batch, 1));
@@ -40,16 +28,6 @@ pi_status decode_all(context_state& s, const std::vector<int32_t>& tokens) {
     return PI_OK;
 }
 
-// A status and, for an error, its message, read on the thread that made the failing call.
-struct outcome {
-    pi_status status;
-    std::string error;
-};
-
-outcome outcome_of(pi_status status) {
-    return {status, status < 0 ? last_error_message(status) : std::string()};
-}
-
 // Removes a context's FFN observer when it goes out of scope.
 class observer_removal {
   public:
@@ -61,40 +39,6 @@ class observer_removal {
   private:
     pi_context* ctx_;
 };
-
-// Runs `work` on a worker thread while this thread waits with the GIL released, Ctrl-C and
-// ctx.cancel() reaching the library through pi_context_cancel(). Raises what the work returned.
-void run_decoding(context_state& s, const std::function<outcome()>& work, const char* what) {
-    auto call = std::make_shared<eval_call>();
-    std::thread worker([call, &work] {
-        auto [status, error] = work();
-        {
-            std::lock_guard lock(call->m);
-            call->status = status;
-            call->error = std::move(error);
-            call->finished = true;
-        }
-        call->cv.notify_all();
-    });
-    const auto finished = [&] { return call->finished; };
-    try {
-        wait_interruptibly(
-            call->m, call->cv, finished, finished, [&] { pi_context_cancel(s.ctx); },
-            s.cancel_requested);
-    } catch (...) {
-        py::gil_scoped_release nogil;
-        worker.join();
-        throw;
-    }
-    {
-        py::gil_scoped_release nogil;
-        worker.join();
-    }
-    if (call->status == PI_STATUS_CANCELLED)
-        throw status_error(PI_STATUS_CANCELLED,
-                           std::string(what) + " was cancelled; n_past tells what is cached");
-    if (call->status < 0) throw status_error(call->status, call->error);
-}
 
 // Where the FFN observer writes one trace: the rows of the chunk being decoded.
 struct trace_sink {
@@ -122,7 +66,7 @@ struct trace_sink {
 } // namespace
 
 context::context(const model& m, int32_t n_ctx, int32_t n_batch, std::optional<int32_t> n_threads,
-                 uint32_t seed, bool kv_f16) {
+                 uint32_t seed, bool kv_f16, int32_t n_seq_max) {
     model_ptr h = m.handle();
     pi_context_params p = pi_context_default_params();
     p.n_ctx = n_ctx;
@@ -130,6 +74,7 @@ context::context(const model& m, int32_t n_ctx, int32_t n_batch, std::optional<i
     if (n_threads) p.n_threads = *n_threads;
     p.seed = seed;
     p.kv_f16 = kv_f16 ? 1 : 0;
+    p.n_seq_max = n_seq_max;
     pi_context* created = nullptr;
     pi_status status = PI_OK;
     std::string error;
@@ -286,10 +231,11 @@ void context::reset_stats() {
 }
 
 void bind_context(py::module_& m) {
-    py::class_<context>(m, "_Context")
-        .def(py::init<const model&, int32_t, int32_t, std::optional<int32_t>, uint32_t, bool>(),
-             py::arg("model"), py::arg("n_ctx"), py::arg("n_batch"), py::arg("n_threads"),
-             py::arg("seed"), py::arg("kv_f16"))
+    py::class_<context> c(m, "_Context");
+    c.def(py::init<const model&, int32_t, int32_t, std::optional<int32_t>, uint32_t, bool,
+                   int32_t>(),
+          py::arg("model"), py::arg("n_ctx"), py::arg("n_batch"), py::arg("n_threads"),
+          py::arg("seed"), py::arg("kv_f16"), py::arg("n_seq_max"))
         .def("close", &context::close)
         .def_property_readonly("closed", &context::closed)
         .def("cancel", &context::cancel)
@@ -299,21 +245,48 @@ void bind_context(py::module_& m) {
             "start",
             [](context& self, std::string prompt, int32_t max_tokens, float temperature,
                int32_t top_k, float top_p, std::vector<std::string> stop,
-               std::optional<uint32_t> seed, bool add_bos, size_t capacity) {
-                return self.start(std::move(prompt),
-                                  generate_args{max_tokens, temperature, top_k, top_p,
-                                                std::move(stop), seed, add_bos},
-                                  capacity);
+               std::optional<uint32_t> seed, bool add_bos, size_t capacity,
+               std::optional<py::dict> chain, const sampler* with, bool reuse_cache,
+               bool context_shift, int32_t n_keep, int32_t seq_id, bool parse_special,
+               bool token_events, int32_t n_probs) {
+                generate_args args;
+                args.max_tokens = max_tokens;
+                args.temperature = temperature;
+                args.top_k = top_k;
+                args.top_p = top_p;
+                args.stop = std::move(stop);
+                args.seed = seed;
+                args.add_bos = add_bos;
+                if (chain) {
+                    if (!chain->contains("seed"))
+                        (*chain)["seed"] = seed.value_or(self.state()->seed);
+                    args.chain = sampler_config::from_dict(*chain);
+                }
+                if (with) args.sampler = with->handle();
+                args.reuse_cache = reuse_cache;
+                args.context_shift = context_shift;
+                args.n_keep = n_keep;
+                args.seq_id = seq_id;
+                args.parse_special = parse_special;
+                args.token_events = token_events;
+                args.n_probs = n_probs;
+                return self.start(std::move(prompt), args, capacity);
             },
             py::arg("prompt"), py::arg("max_tokens"), py::arg("temperature"), py::arg("top_k"),
             py::arg("top_p"), py::arg("stop"), py::arg("seed"), py::arg("add_bos"),
-            py::arg("capacity"))
+            py::arg("capacity"), py::arg("chain") = py::none(),
+            py::arg("sampler").none(true) = nullptr, py::arg("reuse_cache") = true,
+            py::arg("context_shift") = false, py::arg("n_keep") = 1, py::arg("seq_id") = 0,
+            py::arg("parse_special") = false, py::arg("token_events") = false,
+            py::arg("n_probs") = 0)
         .def_property_readonly("n_ctx", &context::n_ctx)
         .def_property_readonly("n_past", &context::n_past)
         .def("truncate", &context::truncate, py::arg("pos"))
         .def("trace_ffn", &context::trace_ffn, py::arg("tokens"), py::arg("with_activations"))
         .def("stats", &context::stats)
         .def("reset_stats", &context::reset_stats);
+    bind_context_sequences(c);
+    bind_context_saved_state(c);
 }
 
 } // namespace pi::python

@@ -1,5 +1,6 @@
 #include "generation.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "errors.hpp"
@@ -12,14 +13,33 @@ namespace pi::python {
 
 namespace {
 
-int queue_piece(const char* text, size_t len, void* user_data) {
-    auto& g = *static_cast<generation_state*>(user_data);
+int queue(generation_state& g, queued_item item) {
     std::unique_lock lock(g.m);
     g.cv.wait(lock, [&] { return g.stop_requested || g.pieces.size() < g.capacity; });
     if (g.stop_requested) return 0;
-    g.pieces.emplace_back(text, len);
+    g.pieces.push_back(std::move(item));
     g.cv.notify_all();
     return 1;
+}
+
+int queue_piece(const char* text, size_t len, void* user_data) {
+    queued_item item;
+    item.text.assign(text, len);
+    return queue(*static_cast<generation_state*>(user_data), std::move(item));
+}
+
+int queue_event(const pi_token_event* event, void* user_data) {
+    queued_item item;
+    item.is_event = true;
+    item.token = event->token;
+    item.logprob = event->logprob;
+    if (event->text) item.text.assign(event->text, event->len);
+    const auto n_top = static_cast<size_t>(std::max(event->n_top, 0));
+    if (n_top > 0 && event->top_tokens && event->top_logprobs) {
+        item.top_tokens.assign(event->top_tokens, event->top_tokens + n_top);
+        item.top_logprobs.assign(event->top_logprobs, event->top_logprobs + n_top);
+    }
+    return queue(*static_cast<generation_state*>(user_data), std::move(item));
 }
 
 void run(const std::shared_ptr<generation_state>& g) {
@@ -32,6 +52,7 @@ void run(const std::shared_ptr<generation_state>& g) {
     r.struct_size = sizeof(r);
     const pi_status status = pi_generate(g->context->ctx, g->prompt.c_str(), &g->params, &r);
     std::string error = status < 0 ? last_error_message(status) : std::string();
+    if (g->sampler) g->sampler->busy.store(false);
     g->context->busy.store(false);
     {
         std::lock_guard lock(g->m);
@@ -92,14 +113,36 @@ generation::generation(std::shared_ptr<context_state> context, std::string promp
     g.params.add_bos = args.add_bos ? 1 : 0;
     g.params.callback = &queue_piece;
     g.params.user_data = &g;
+    g.chain = args.chain;
+    g.params.sampler_params = g.chain ? &g.chain->params() : nullptr;
+    g.params.reuse_cache = args.reuse_cache ? 1 : 0;
+    g.params.context_shift = args.context_shift ? 1 : 0;
+    g.params.n_keep = args.n_keep;
+    g.params.seq_id = args.seq_id;
+    g.params.parse_special = args.parse_special ? 1 : 0;
+    g.params.on_token = args.token_events ? &queue_event : nullptr;
+    g.params.n_probs = args.n_probs;
 
     busy_guard busy(*g.context);
+    if (args.sampler) {
+        bool expected = false;
+        if (!args.sampler->busy.compare_exchange_strong(expected, true))
+            throw status_error(PI_ERR_INVALID_ARGUMENT,
+                               "the sampler is in use by another call or generation");
+        g.sampler = args.sampler;
+        g.params.sampler = g.sampler->sampler;
+    }
     g.context->has_logits = false;
     {
         std::lock_guard lock(g.context->active_mutex);
         g.context->active = state_;
     }
-    worker_ = std::thread([g = state_] { run(g); });
+    try {
+        worker_ = std::thread([g = state_] { run(g); });
+    } catch (...) {
+        if (g.sampler) g.sampler->busy.store(false);
+        throw;
+    }
     busy.release_to_worker();
 }
 
@@ -121,12 +164,12 @@ void generation::finish() {
     joined_ = true;
 }
 
-std::optional<std::string> generation::next_bytes() {
+std::optional<queued_item> generation::next_queued() {
     generation_state& g = *state_;
     wait_interruptibly(
         g.m, g.cv, [&] { return !g.pieces.empty() || g.finished; }, [&] { return g.finished; },
         [&] { cancel(); }, g.context->cancel_requested);
-    std::optional<std::string> piece;
+    std::optional<queued_item> piece;
     {
         std::lock_guard lock(g.m);
         if (!g.pieces.empty()) {
@@ -144,14 +187,27 @@ std::optional<std::string> generation::next_bytes() {
 }
 
 py::object generation::next_piece() {
-    const std::optional<std::string> piece = next_bytes();
-    return piece ? py::object(decode_utf8(*piece)) : py::object(py::none());
+    for (;;) {
+        const std::optional<queued_item> item = next_queued();
+        if (!item) return py::none();
+        if (!item->is_event) return decode_utf8(item->text);
+    }
+}
+
+py::object generation::next_item() {
+    const std::optional<queued_item> item = next_queued();
+    if (!item) return py::none();
+    if (!item->is_event) return decode_utf8(item->text);
+    py::list top;
+    for (size_t i = 0; i < item->top_tokens.size(); ++i)
+        top.append(py::make_tuple(item->top_tokens[i], item->top_logprobs[i]));
+    return py::make_tuple(item->token, item->logprob, decode_utf8(item->text), top);
 }
 
 py::str generation::collect() {
     std::string text;
-    for (auto piece = next_bytes(); piece; piece = next_bytes())
-        text += *piece;
+    for (auto item = next_queued(); item; item = next_queued())
+        if (!item->is_event) text += item->text;
     return decode_utf8(text);
 }
 
@@ -178,12 +234,15 @@ py::object generation::result() {
     d["prompt_seconds"] = g.result.prompt_seconds;
     d["decode_seconds"] = g.result.decode_seconds;
     d["stop_reason"] = stop_reason_name(g.result.stop_reason);
+    d["n_cached_tokens"] = g.result.n_cached_tokens;
+    d["n_context_shifts"] = g.result.n_context_shifts;
     return d;
 }
 
 void bind_generation(py::module_& m) {
     py::class_<generation>(m, "_Generation")
         .def("next_piece", &generation::next_piece)
+        .def("next_item", &generation::next_item)
         .def("collect", &generation::collect)
         .def("cancel", &generation::cancel)
         .def("close", &generation::close)

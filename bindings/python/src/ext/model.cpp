@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include <pybind11/stl.h>
 
@@ -121,18 +122,23 @@ py::dict model::info() const {
     d["bos"] = pi_token_bos(h.get());
     d["eos"] = pi_token_eos(h.get());
     d["newline"] = pi_token_newline(h.get());
+    d["eot"] = pi_token_eot(h.get());
     return d;
 }
 
-std::vector<int32_t> model::tokenize(const std::string& text, bool add_bos) const {
+std::vector<int32_t> model::tokenize(const std::string& text, bool add_bos, bool special) const {
     const model_ptr h = handle();
     // SPM gives at most one token per byte, plus BOS and the leading-space marker.
     std::vector<int32_t> ids(text.size() + 4);
     py::gil_scoped_release nogil;
     for (;;) {
         size_t n = 0;
-        const pi_status status = pi_tokenize(h.get(), text.data(), text.size(), add_bos ? 1 : 0,
-                                             ids.data(), ids.size(), &n);
+        const uint32_t flags = (add_bos ? PI_TOKENIZE_ADD_BOS : 0u) | PI_TOKENIZE_PARSE_SPECIAL;
+        const pi_status status =
+            special ? pi_tokenize_with_flags(h.get(), text.data(), text.size(), flags, ids.data(),
+                                             ids.size(), &n)
+                    : pi_tokenize(h.get(), text.data(), text.size(), add_bos ? 1 : 0, ids.data(),
+                                  ids.size(), &n);
         if (status == PI_ERR_INVALID_ARGUMENT && n > ids.size()) {
             ids.resize(n);
             continue;
@@ -180,9 +186,18 @@ py::bytes model::token_to_piece(int32_t id) const {
     }
 }
 
+bool model::token_is_eog(int32_t id) const {
+    const model_ptr h = handle();
+    if (id < 0 || id >= pi_n_vocab(h.get()))
+        throw status_error(PI_ERR_INVALID_ARGUMENT,
+                           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                               std::to_string(pi_n_vocab(h.get())) + ")");
+    return pi_token_is_eog(h.get(), id) != 0;
+}
+
 void bind_model(py::module_& m) {
-    py::class_<model>(m, "_Model")
-        .def(py::init([](py::bytes path, bool use_mmap, bool dense, int32_t ffn_activation,
+    py::class_<model> c(m, "_Model");
+    c.def(py::init([](py::bytes path, bool use_mmap, bool dense, int32_t ffn_activation,
                          std::optional<float> sparse_threshold, std::optional<double> vram_budget,
                          std::optional<std::string> offload_device, int32_t kv_n_ctx,
                          bool reset_gpu_index, bool disable_gpu_index,
@@ -208,11 +223,14 @@ void bind_model(py::module_& m) {
         .def("close", &model::close)
         .def_property_readonly("closed", &model::closed)
         .def("info", &model::info)
-        .def("tokenize", &model::tokenize, py::arg("text"), py::arg("add_bos"))
+        .def("tokenize", &model::tokenize, py::arg("text"), py::arg("add_bos"),
+             py::arg("special") = false)
         .def("detokenize", &model::detokenize, py::arg("ids"))
         .def("token_to_piece", &model::token_to_piece, py::arg("id"))
         .def_property_readonly("n_vocab",
-                               [](const model& self) { return pi_n_vocab(self.handle().get()); });
+                               [](const model& self) { return pi_n_vocab(self.handle().get()); })
+        .def("token_is_eog", &model::token_is_eog, py::arg("id"));
+    bind_model_chat(c);
 }
 
 } // namespace pi::python

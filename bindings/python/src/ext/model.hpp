@@ -37,14 +37,24 @@ class model {
     bool closed() const noexcept { return !handle_; }
 
     pybind11::dict info() const;
-    std::vector<int32_t> tokenize(const std::string& text, bool add_bos) const;
+    // special: the text of control tokens ("<s>", "<|im_start|>") is that token.
+    std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool special) const;
     pybind11::str detokenize(const std::vector<int32_t>& ids) const;
     pybind11::bytes token_to_piece(int32_t id) const;
+    bool token_is_eog(int32_t id) const;
+
+    // Chat templates (model_chat.cpp). messages: (role, content) pairs; tmpl: a template name or
+    // text, or none for the model's own.
+    pybind11::str apply_chat_template(
+        const std::vector<std::pair<std::string, std::string>>& messages,
+        const std::optional<std::string>& tmpl, bool add_assistant) const;
+    std::string chat_template_name(const std::optional<std::string>& tmpl) const;
 
   private:
     model_ptr handle_;
 };
 
 void bind_model(pybind11::module_& m);
+void bind_model_chat(pybind11::class_<model>& c);
 
 } // namespace pi::python

@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "generation.hpp"
 #include "model.hpp"
+#include "sampler.hpp"
 #include "text.hpp"
 
 namespace pi::python {
@@ -90,6 +91,7 @@ PYBIND11_MODULE(_powerinfer, m) {
     m.doc() = "libpowerinfer's C API; use the `powerinfer` package instead.";
     bind_errors(m);
     bind_model(m);
+    bind_sampler(m);
     bind_generation(m);
     bind_context(m);
     bind_quantize(m);
@@ -103,4 +105,5 @@ PYBIND11_MODULE(_powerinfer, m) {
     m.def("synth_defaults", &synth_defaults);
     m.attr("SEED_RANDOM") = PI_SEED_RANDOM;
     m.attr("STATUS_CANCELLED") = static_cast<int>(PI_STATUS_CANCELLED);
+    m.attr("MAX_SEQUENCES") = PI_MAX_SEQUENCES;
 }

@@ -7,6 +7,9 @@
         print(ctx.generate("Once upon a time", max_tokens=64))
         for piece in ctx.stream("The meaning of life is", temperature=0):
             print(piece, end="", flush=True)
+        reply = ctx.create_chat_completion(
+            messages=[{"role": "user", "content": "Hello"}], max_tokens=32)
+        print(reply["choices"][0]["message"]["content"])
 
 A :class:`Model` holds immutable weights shared by any number of :class:`Context` objects and
 threads; a context is one conversation, used by one thread at a time. Failures raise
@@ -16,7 +19,7 @@ threads; a context is one conversation, used by one thread at a time. Failures r
 from __future__ import annotations
 
 from . import _powerinfer
-from ._context import Context, ContextStats, FfnTrace, GenerationResult, Stream
+from ._context import Context, ContextStats, FfnTrace
 from ._errors import (
     CancelledError,
     ContextFullError,
@@ -28,7 +31,9 @@ from ._errors import (
     OutOfMemoryError,
     UnsupportedError,
 )
+from ._generation import GenerationResult, Stream, TokenEvent, TokenStream
 from ._model import Model, ModelInfo, make_synthetic_model, synthetic_model_defaults
+from ._sampling import LLAMA_CPP_DEFAULTS, SAMPLER_STAGES, Sampler
 
 __version__: str = _powerinfer.version()
 """The version of the bundled libpowerinfer (the package has the same version)."""
@@ -40,6 +45,8 @@ def system_info() -> str:
 
 
 __all__ = [
+    "LLAMA_CPP_DEFAULTS",
+    "SAMPLER_STAGES",
     "CancelledError",
     "Context",
     "ContextFullError",
@@ -54,7 +61,10 @@ __all__ = [
     "Model",
     "ModelInfo",
     "OutOfMemoryError",
+    "Sampler",
     "Stream",
+    "TokenEvent",
+    "TokenStream",
     "UnsupportedError",
     "__version__",
     "make_synthetic_model",

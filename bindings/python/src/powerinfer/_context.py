@@ -1,35 +1,34 @@
-"""Context: the KV cache and run state of one conversation; generation and evaluation."""
+"""Context: the KV cache and run state of one conversation (or several sequences);
+generation, evaluation, cache edits and saved state."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
-from . import _powerinfer
+from . import _chat, _powerinfer
 from ._errors import InvalidArgumentError
+from ._generation import (
+    GenerationResult,
+    Stream,
+    TokenEvent,
+    TokenStream,
+    collect,
+    generation_options,
+)
+from ._sampling import Sampler, seed_value
 
 if TYPE_CHECKING:
     import numpy
     import numpy.typing
 
-    from ._model import Model
+    from ._model import Model, StrPath
 
-__all__ = ["Context", "Stream", "GenerationResult", "ContextStats", "FfnTrace"]
+__all__ = ["Context", "ContextStats", "FfnTrace"]
 
 # Pieces a stream's worker may run ahead of the reader.
 _STREAM_AHEAD = 16
-
-
-@dataclass(frozen=True)
-class GenerationResult:
-    """How a generation went."""
-
-    n_prompt_tokens: int
-    n_generated_tokens: int
-    prompt_seconds: float
-    decode_seconds: float
-    stop_reason: str
-    """``"eos"``, ``"max_tokens"``, ``"stop_string"``, ``"cancelled"`` or ``"context_full"``."""
 
 
 @dataclass(frozen=True)
@@ -83,65 +82,12 @@ def _token_array(tokens: Sequence[int], n_vocab: int) -> numpy.typing.NDArray[nu
     return numpy.ascontiguousarray(ids, dtype=numpy.int32)
 
 
-def _seed(seed: Optional[int]) -> Optional[int]:
-    if seed is None:
+def _sampler_impl(sampler: Optional[Sampler]) -> Optional[_powerinfer._Sampler]:
+    if sampler is None:
         return None
-    if not 0 <= seed < _powerinfer.SEED_RANDOM:
-        raise InvalidArgumentError(f"seed must be in [0, 2**32 - 1), not {seed}", -1)
-    return seed
-
-
-def _stop_list(stop: Union[str, Sequence[str], None]) -> list[str]:
-    if stop is None:
-        return []
-    if isinstance(stop, str):
-        return [stop]
-    return list(stop)
-
-
-class Stream(Iterator[str]):
-    """The text of a running generation, piece by piece (each piece is complete UTF-8).
-
-    Made by :meth:`Context.stream`; the generation runs on a worker thread at most a few pieces
-    ahead of the reader. The context is busy until the stream is exhausted, closed, cancelled or
-    garbage-collected. Use it in a ``for`` loop or a ``with`` block.
-    """
-
-    def __init__(self, context: Context, impl: _powerinfer._Generation) -> None:
-        self._context = context
-        self._impl = impl
-
-    def __iter__(self) -> Stream:
-        return self
-
-    def __next__(self) -> str:
-        piece = self._impl.next_piece()
-        if piece is None:
-            self._context.last_result = self.result
-            raise StopIteration
-        return piece
-
-    @property
-    def result(self) -> Optional[GenerationResult]:
-        """The statistics once the generation has finished, else ``None``."""
-        r = self._impl.result
-        return None if r is None else GenerationResult(**r)
-
-    def cancel(self) -> None:
-        """Asks the generation to stop; the pieces already made can still be read."""
-        self._impl.cancel()
-
-    def close(self) -> None:
-        """Stops the generation and waits for its worker (idempotent)."""
-        self._impl.close()
-        if self.result is not None:
-            self._context.last_result = self.result
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    if not isinstance(sampler, Sampler):
+        raise TypeError(f"sampler must be a powerinfer.Sampler, not {type(sampler).__name__}")
+    return sampler._impl
 
 
 class Context:
@@ -157,7 +103,7 @@ class Context:
     """
 
     last_result: Optional[GenerationResult]
-    """The result of the last finished generate() or stream(), or ``None``."""
+    """The result of the last finished generate(), stream() or chat completion, or ``None``."""
 
     def __init__(
         self,
@@ -168,10 +114,17 @@ class Context:
         n_threads: Optional[int] = None,
         n_batch: int = 512,
         kv_f16: bool = True,
+        n_seq_max: int = 1,
     ) -> None:
         if n_threads is not None and n_threads < 1:
             raise InvalidArgumentError(f"n_threads must be at least 1, not {n_threads}", -1)
-        checked = _seed(seed)
+        if isinstance(n_seq_max, bool) or not isinstance(n_seq_max, int):
+            raise TypeError(f"n_seq_max must be an int, not {type(n_seq_max).__name__}")
+        if not 1 <= n_seq_max <= _powerinfer.MAX_SEQUENCES:
+            raise InvalidArgumentError(
+                f"n_seq_max must be in [1, {_powerinfer.MAX_SEQUENCES}], not {n_seq_max}", -1
+            )
+        checked = seed_value(seed)
         self.model = model
         self.last_result = None
         self._impl = _powerinfer._Context(
@@ -181,17 +134,23 @@ class Context:
             n_threads=n_threads,
             seed=_powerinfer.SEED_RANDOM if checked is None else checked,
             kv_f16=kv_f16,
+            n_seq_max=n_seq_max,
         )
 
     @property
     def n_ctx(self) -> int:
-        """KV cache size in tokens."""
+        """KV cache size in tokens (cells shared by all sequences)."""
         return self._impl.n_ctx
 
     @property
     def n_past(self) -> int:
-        """Cached positions: where the next :meth:`eval` continues."""
+        """Sequence 0's next position: where the next :meth:`eval` continues."""
         return self._impl.n_past
+
+    @property
+    def n_seq_max(self) -> int:
+        """Sequences the cache holds at once: ids ``0 .. n_seq_max - 1``."""
+        return self._impl.n_seq_max
 
     @property
     def closed(self) -> bool:
@@ -208,74 +167,159 @@ class Context:
         seed: Optional[int] = None,
         *,
         add_bos: bool = True,
+        min_p: float = 0.0,
+        typical_p: float = 1.0,
+        repeat_penalty: float = 1.0,
+        penalty_last_n: Optional[int] = None,
+        repeat_last_n: Optional[int] = None,
+        frequency_penalty: float = 0.0,
+        presence_penalty: float = 0.0,
+        dry_multiplier: float = 0.0,
+        dry_base: float = 1.75,
+        dry_allowed_length: int = 2,
+        dry_penalty_last_n: int = -1,
+        dry_sequence_breakers: Optional[Sequence[str]] = None,
+        xtc_probability: float = 0.0,
+        xtc_threshold: float = 0.1,
+        mirostat_mode: int = 0,
+        mirostat_tau: float = 5.0,
+        mirostat_eta: float = 0.1,
+        dynatemp_range: float = 0.0,
+        dynatemp_exponent: float = 1.0,
+        min_keep: int = 0,
+        logit_bias: Optional[dict[Union[int, str], float]] = None,
+        grammar: Optional[str] = None,
+        json_schema: Union[str, dict[str, Any], None] = None,
+        samplers: Optional[Sequence[str]] = None,
+        sampler: Optional[Sampler] = None,
+        reuse_cache: bool = True,
+        context_shift: bool = False,
+        n_keep: int = 1,
+        seq_id: int = 0,
+        parse_special: bool = False,
+        on_token: Optional[Callable[[TokenEvent], Optional[bool]]] = None,
+        n_probs: int = 0,
     ) -> str:
         """Completes ``prompt`` and returns the generated text (without the prompt).
 
-        Clears the context first. Sampling: top-k (``<= 0``: off), then top-p (1: off), then
-        temperature (``<= 0``: greedy); ``seed`` (``None``: the context's seed) makes it
-        repeatable. Generation stops at EOS, ``max_tokens``, a ``stop`` string (not included in
-        the text), a full context, or :meth:`cancel` (the text so far is returned; see
-        :attr:`last_result`). Ctrl-C cancels it and raises KeyboardInterrupt.
+        The cache: with ``reuse_cache`` (default) the cached tokens of sequence ``seq_id`` that
+        the prompt starts with are kept and only the rest is decoded (a chat sends the whole
+        transcript each turn and pays for the new tokens only; see
+        :attr:`GenerationResult.n_cached_tokens`); ``reuse_cache=False`` clears the sequence
+        first. The generated tokens stay in the cache. ``context_shift=True`` makes a full
+        context keep its first ``n_keep`` tokens, drop half of the rest and go on, instead of
+        stopping. ``parse_special=True`` reads control-token text in the prompt (``"<s>"``,
+        ``"<|im_start|>"``) as that token.
+
+        Sampling (``docs/sampling.md``): the defaults are 0.1's top-k, top-p and temperature
+        (``temperature <= 0``: greedy); the other arguments turn on the rest of the chain, with
+        llama-cpp-python's names (see :class:`Sampler`): ``min_p``, ``typical_p``, penalties
+        over the last ``penalty_last_n`` (``repeat_last_n``) tokens, DRY, XTC, mirostat,
+        dynamic temperature, ``logit_bias={token: bias}``, a GBNF ``grammar``, a
+        ``json_schema`` (dict or str) and the stage order ``samplers``. ``sampler`` (a
+        :class:`Sampler`) replaces all of them and keeps its history across calls. ``seed``
+        (``None``: the context's seed) makes a draw repeatable.
+
+        ``on_token(event)`` sees each generated token (:class:`TokenEvent`: id, log-probability,
+        the ``n_probs`` most probable alternatives) on the calling thread; returning ``False``
+        stops the generation.
+
+        Generation stops at an end-of-generation token, ``max_tokens``, a ``stop`` string (not
+        included in the text), a full context, or :meth:`cancel` (the text so far is returned;
+        see :attr:`last_result`). Ctrl-C cancels it and raises KeyboardInterrupt.
 
         Raises:
             ContextFullError: the prompt does not fit in ``n_ctx``.
-            InvalidArgumentError: a bad argument, or the context is busy.
+            InvalidArgumentError: a bad argument (a malformed grammar names its line and
+                column; a sequence id outside ``[0, n_seq_max)``), or the context is busy.
         """
-        impl = self._start(prompt, max_tokens, temperature, top_k, top_p, stop, seed, add_bos, 0)
-        try:
-            text = impl.collect()
-        finally:
-            impl.close()
+        options = generation_options(
+            max_tokens, temperature, top_k, top_p, stop, seed, add_bos=add_bos, min_p=min_p,
+            typical_p=typical_p, repeat_penalty=repeat_penalty, penalty_last_n=penalty_last_n,
+            repeat_last_n=repeat_last_n, frequency_penalty=frequency_penalty,
+            presence_penalty=presence_penalty, dry_multiplier=dry_multiplier,
+            dry_base=dry_base, dry_allowed_length=dry_allowed_length,
+            dry_penalty_last_n=dry_penalty_last_n, dry_sequence_breakers=dry_sequence_breakers,
+            xtc_probability=xtc_probability, xtc_threshold=xtc_threshold,
+            mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau, mirostat_eta=mirostat_eta,
+            dynatemp_range=dynatemp_range, dynatemp_exponent=dynatemp_exponent,
+            min_keep=min_keep, logit_bias=logit_bias, grammar=grammar, json_schema=json_schema,
+            samplers=samplers, sampler=sampler, reuse_cache=reuse_cache,
+            context_shift=context_shift, n_keep=n_keep, seq_id=seq_id,
+            parse_special=parse_special, n_probs=n_probs,
+        )
+        if on_token is not None and not callable(on_token):
+            raise TypeError("on_token must be callable")
+        impl = self._start(prompt, options, capacity=0, token_events=on_token is not None)
+        text = collect(impl, on_token)
         r = impl.result
         self.last_result = None if r is None else GenerationResult(**r)
         return text
 
-    def stream(
-        self,
-        prompt: str,
-        max_tokens: int = 128,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.95,
-        stop: Union[str, Sequence[str], None] = None,
-        seed: Optional[int] = None,
-        *,
-        add_bos: bool = True,
-    ) -> Stream:
-        """Like :meth:`generate`, but yields the text as it is made, in complete UTF-8 pieces.
+    def stream(self, prompt: str, *args: Any, **kwargs: Any) -> Stream:
+        """Like :meth:`generate` (the same arguments but ``on_token``), but yields the text as
+        it is made, in complete UTF-8 pieces.
 
         The generation starts at once (argument errors raise here); errors of the run raise
         from the iteration. ``"".join(ctx.stream(...))`` equals ``ctx.generate(...)`` with the
         same arguments and seed.
         """
-        impl = self._start(
-            prompt, max_tokens, temperature, top_k, top_p, stop, seed, add_bos, _STREAM_AHEAD
-        )
-        return Stream(self, impl)
+        options = generation_options(*args, **kwargs)
+        return Stream(self, self._start(prompt, options, _STREAM_AHEAD, token_events=False))
+
+    def stream_tokens(self, prompt: str, *args: Any, **kwargs: Any) -> TokenStream:
+        """Like :meth:`stream`, but yields a :class:`TokenEvent` per generated token (its id,
+        log-probability, released text and, with ``n_probs=N``, the N most probable
+        alternatives); the stream's ``text`` collects the text."""
+        options = generation_options(*args, **kwargs)
+        return TokenStream(self, self._start(prompt, options, _STREAM_AHEAD, token_events=True))
 
     def _start(
-        self,
-        prompt: str,
-        max_tokens: int,
-        temperature: float,
-        top_k: int,
-        top_p: float,
-        stop: Union[str, Sequence[str], None],
-        seed: Optional[int],
-        add_bos: bool,
-        capacity: int,
+        self, prompt: str, options: dict[str, Any], capacity: int, *, token_events: bool
     ) -> _powerinfer._Generation:
-        return self._impl.start(
-            prompt,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            stop=_stop_list(stop),
-            seed=_seed(seed),
-            add_bos=add_bos,
-            capacity=capacity,
-        )
+        if not isinstance(prompt, str):
+            raise TypeError(f"the prompt must be a str, not {type(prompt).__name__}")
+        return self._impl.start(prompt, capacity=capacity, token_events=token_events, **options)
+
+    def create_chat_completion(
+        self, messages: Sequence[dict[str, Any]], **kwargs: Any
+    ) -> Union[dict[str, Any], Iterator[dict[str, Any]]]:
+        """An OpenAI-style chat completion, the dict llama-cpp-python's ``Llama`` returns.
+
+        ``messages`` (``[{"role": "system" | "user" | "assistant", "content": str}]``) are
+        rendered with the model's chat template (``chat_format="chatml"`` etc. names another,
+        see :meth:`Model.apply_chat_template`) and generated from with special tokens parsed.
+        The cache is kept between calls: send the whole conversation each turn and only its
+        new tokens are decoded (:attr:`last_result` ``.n_cached_tokens``).
+
+        Keyword arguments: ``max_tokens`` (``None``: until the end of the turn or a full
+        context), ``temperature`` (0.2), ``top_p`` (0.95), ``top_k`` (40), ``min_p`` (0.05),
+        ``stop``, ``seed``, ``stream``, ``response_format`` (``{"type": "json_object",
+        "schema": {...}}``, the output then follows the schema; ``{"type": "json_object"}``: any
+        object; ``{"type": "json_schema", "json_schema": {"schema": {...}}}``), ``logprobs``
+        and ``top_logprobs`` (OpenAI's), ``chat_format``, and every sampling and cache argument
+        of :meth:`generate` (``repeat_penalty``, ``grammar``, ``logit_bias``, ``sampler``,
+        ``seq_id``, ``context_shift``, ...); the unset chain settings take llama.cpp's defaults.
+
+        Returns ``{"id", "object": "chat.completion", "created", "model", "choices": [{"index",
+        "message": {"role": "assistant", "content"}, "logprobs", "finish_reason": "stop" |
+        "length"}], "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}``; with
+        ``stream=True`` an iterator of ``"chat.completion.chunk"`` dicts whose ``choices[0]
+        ["delta"]`` holds the role first, then pieces of the content, and whose last chunk has
+        the ``finish_reason``.
+        """
+        return _chat.create_chat_completion(self, messages, **kwargs)
+
+    def create_completion(
+        self, prompt: str, **kwargs: Any
+    ) -> Union[dict[str, Any], Iterator[dict[str, Any]]]:
+        """An OpenAI-style text completion (``"text_completion"``), as llama-cpp-python returns
+        it: ``choices[0]["text"]``, ``finish_reason``, ``usage``; ``logprobs=N`` adds the
+        completion-style ``logprobs`` (tokens, text offsets, token log-probabilities, the N
+        most probable alternatives). Defaults: ``max_tokens=16``, ``temperature=0.8``,
+        ``min_p=0.05``; the other arguments are those of :meth:`create_chat_completion` but
+        the chat ones."""
+        return _chat.create_completion(self, prompt, **kwargs)
 
     def eval(self, tokens: Sequence[int]) -> numpy.typing.NDArray[numpy.float32]:
         """Runs the model on ``tokens`` at the positions after the cached ones (``pi_decode``,
@@ -321,12 +365,109 @@ class Context:
         return self._impl.logits()
 
     def truncate(self, pos: int = 0) -> None:
-        """Forgets the cached positions ``>= pos`` (0: everything)."""
+        """Forgets the cached positions ``>= pos`` of every sequence (0: everything)."""
         self._impl.truncate(pos)
 
     def reset(self) -> None:
         """Forgets every cached position."""
         self._impl.truncate(0)
+
+    def decode(
+        self,
+        tokens: Sequence[int],
+        positions: Optional[Sequence[int]] = None,
+        seq_ids: Optional[Sequence[int]] = None,
+        logits: Optional[Sequence[bool]] = None,
+    ) -> numpy.typing.NDArray[numpy.float32]:
+        """Runs a batch of tokens of any sequences in one forward pass per ``n_batch`` chunk
+        (``pi_context_decode``): token i is at ``positions[i]`` of sequence ``seq_ids[i]`` and
+        attends only to its own sequence.
+
+        ``positions`` ``None``: each token follows its sequence's last (cached or batched) one;
+        ``seq_ids`` ``None``: all in sequence 0; ``logits`` ``None``: each sequence's last token
+        of the batch. Returns a float32 array ``[n_flagged, n_vocab]``: the logits of the
+        flagged tokens, one row each, in batch order; the last row also becomes
+        :meth:`logits`.
+
+        Raises:
+            InvalidArgumentError: lists of different lengths, a sequence id outside
+                ``[0, n_seq_max)``, a token id outside the vocabulary.
+            ContextFullError: no free cache cell is left, or a position is ``>= n_ctx`` (the
+                cache is as before the call).
+            CancelledError: :meth:`cancel` stopped it.
+        """
+        return self._impl.decode(
+            list(tokens),
+            positions=None if positions is None else list(positions),
+            seq_ids=None if seq_ids is None else list(seq_ids),
+            logits=None if logits is None else [bool(f) for f in logits],
+        )
+
+    def kv_seq_remove(self, seq_id: int = -1, p0: int = 0, p1: int = -1) -> None:
+        """Forgets the cached positions ``[p0, p1)`` of sequence ``seq_id`` (-1: of every
+        sequence; ``p1 < 0``: to the end)."""
+        self._impl.kv_seq_remove(seq_id, p0, p1)
+
+    def kv_seq_copy(self, src: int, dst: int, p0: int = 0, p1: int = -1) -> None:
+        """Makes sequence ``dst`` share ``src``'s cached positions ``[p0, p1)`` without
+        recomputing them (a shared prefix); ``dst``'s own tokens there are forgotten first."""
+        self._impl.kv_seq_copy(src, dst, p0, p1)
+
+    def kv_seq_keep(self, seq_id: int) -> None:
+        """Forgets every sequence but ``seq_id``."""
+        self._impl.kv_seq_keep(seq_id)
+
+    def kv_seq_shift(self, seq_id: int, p0: int, p1: int, delta: int) -> None:
+        """Adds ``delta`` to the positions ``[p0, p1)`` of ``seq_id`` (re-rotating their cached
+        keys); positions that would fall below 0 are forgotten."""
+        self._impl.kv_seq_shift(seq_id, p0, p1, delta)
+
+    def kv_seq_pos_min(self, seq_id: int) -> int:
+        """The lowest cached position of ``seq_id``; -1 when it is empty."""
+        return self._impl.kv_seq_pos_min(seq_id)
+
+    def kv_seq_pos_max(self, seq_id: int) -> int:
+        """The highest cached position of ``seq_id``; -1 when it is empty."""
+        return self._impl.kv_seq_pos_max(seq_id)
+
+    @property
+    def kv_n_used_cells(self) -> int:
+        """Cache cells in use (a cell shared by copied sequences counts once)."""
+        return self._impl.kv_n_used_cells
+
+    def save_state(self, seq_id: int = -1, sampler: Optional[Sampler] = None) -> bytes:
+        """The state of sequence ``seq_id`` (-1: of all): its KV cache, the tokens behind it
+        (for cache reuse), the last logits and, with ``sampler``, that sampler's state. Loading
+        it into a context of the same model continues bit-identically (``docs/state.md``)."""
+        return self._impl.save_state(seq_id, _sampler_impl(sampler))
+
+    def load_state(
+        self, data: bytes, seq_id: int = -1, sampler: Optional[Sampler] = None
+    ) -> None:
+        """Restores :meth:`save_state`'s bytes; a single sequence's state goes into sequence
+        ``seq_id``, replacing it. :meth:`logits` become the saved last logits.
+
+        Raises:
+            FormatError: bytes of another model, version or KV type, or truncated ones (the
+                message names the reason); the context and the sampler are untouched.
+            ContextFullError: the state needs more cells or sequences than this context has.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load_state() needs bytes, not {type(data).__name__}")
+        self._impl.load_state(bytes(data), seq_id, _sampler_impl(sampler))
+
+    def save_state_file(
+        self, path: StrPath, seq_id: int = -1, sampler: Optional[Sampler] = None
+    ) -> None:
+        """:meth:`save_state` to a file (written to a temporary file and renamed)."""
+        self._impl.save_state_file(os.fsencode(os.fspath(path)), seq_id, _sampler_impl(sampler))
+
+    def load_state_file(
+        self, path: StrPath, seq_id: int = -1, sampler: Optional[Sampler] = None
+    ) -> None:
+        """:meth:`load_state` from a file; a missing or unreadable one raises
+        :class:`FileError`."""
+        self._impl.load_state_file(os.fsencode(os.fspath(path)), seq_id, _sampler_impl(sampler))
 
     def cancel(self) -> None:
         """Stops the running generate(), stream() or eval() at the next layer boundary. Safe

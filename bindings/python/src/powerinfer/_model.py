@@ -7,7 +7,7 @@ import numbers
 import operator
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 from . import _powerinfer
 from ._errors import InvalidArgumentError
@@ -115,6 +115,9 @@ class ModelInfo:
     """The output norm and projection are on the offload device."""
     kv_n_ctx_on_device: int = 0
     """KV cache positions reserved on the offload device (0: the KV cache is in host memory)."""
+    eot: int = -1
+    """The end-of-turn token (``tokenizer.ggml.eot_token_id`` or a known end-of-turn text), -1
+    if none."""
 
 
 class Model:
@@ -224,9 +227,51 @@ class Model:
     def closed(self) -> bool:
         return self._impl.closed
 
-    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
-        """Token ids of ``text`` (SPM), with the BOS token first when ``add_bos``."""
-        return self._impl.tokenize(text, add_bos)
+    def tokenize(self, text: str, add_bos: bool = True, special: bool = False) -> list[int]:
+        """Token ids of ``text`` (SPM), with the BOS token first when ``add_bos``.
+
+        ``special=True`` reads the text of control tokens (``"<s>"``, ``"<|im_start|>"``) as
+        those tokens, as a chat template's output needs; otherwise it is plain text."""
+        return self._impl.tokenize(text, add_bos, special)
+
+    @property
+    def token_eot(self) -> int:
+        """The end-of-turn token, -1 if the model has none."""
+        return self._info.eot
+
+    def token_is_eog(self, token: int) -> bool:
+        """Whether ``token`` ends generation (EOS, EOT or another end-of-turn token).
+
+        Raises :class:`InvalidArgumentError` for an id outside the vocabulary."""
+        return self._impl.token_is_eog(token)
+
+    def apply_chat_template(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        template: Optional[str] = None,
+        add_assistant: bool = True,
+    ) -> str:
+        """Renders ``[{"role": ..., "content": ...}]`` with a chat template
+        (``docs/chat-templates.md``).
+
+        ``template`` ``None``: the model's ``tokenizer.chat_template``; else a template name
+        (``"llama2"``, ``"chatml"``, ``"vicuna"``, ``"zephyr"``, ``"mistral"``, ``"llama3"``)
+        or a Jinja template text that is recognised. ``add_assistant`` ends the text with the
+        opening of the assistant's turn. The text holds special tokens: tokenize it with
+        ``special=True``.
+
+        Raises:
+            UnsupportedError: an unknown template (the message names it).
+            InvalidArgumentError: a message without a role, or a NUL in the text.
+        """
+        from ._chat import chat_messages
+
+        return self._impl.apply_chat_template(chat_messages(messages), template, add_assistant)
+
+    def chat_template_name(self, template: Optional[str] = None) -> str:
+        """The name of the template :meth:`apply_chat_template` would use (e.g. ``"chatml"``)
+        for ``template`` (``None``: the model's own)."""
+        return self._impl.chat_template_name(template)
 
     def detokenize(self, ids: Iterable[int]) -> str:
         """The text of a token sequence (the inverse of :meth:`tokenize`).
@@ -248,6 +293,7 @@ class Model:
         n_batch: int = 512,
         *,
         kv_f16: bool = True,
+        n_seq_max: int = 1,
     ) -> Context:
         """A new :class:`Context` (KV cache and scratch memory) on this model.
 
@@ -258,6 +304,8 @@ class Model:
                 default).
             n_batch: most tokens per forward pass.
             kv_f16: F16 (default) or F32 KV cache.
+            n_seq_max: sequences the cache holds at once (ids ``0 .. n_seq_max - 1``, at most
+                64); they share its ``n_ctx`` cells.
         """
         from ._context import Context
 
@@ -268,6 +316,7 @@ class Model:
             n_threads=n_threads if n_threads is not None else self.n_threads,
             n_batch=n_batch,
             kv_f16=kv_f16,
+            n_seq_max=n_seq_max,
         )
 
     def close(self) -> None:
