@@ -83,7 +83,11 @@ sampler_options to_sampler_options(const pi_sampler_params& p) {
 }
 
 std::unique_ptr<sampler> make_sampler(const pi_sampler_params& p, const tokenizer* vocab) {
-    const sampler_options o = to_sampler_options(p);
+    sampler_options o = to_sampler_options(p);
+    if (p.json_schema) o.constraint_source = concat("json_schema:", p.json_schema);
+    if (p.grammar)
+        o.constraint_source =
+            concat("grammar:", p.grammar_root ? p.grammar_root : "root", ":", p.grammar);
     validate(o, vocab ? vocab->n_tokens() : 0); // bad options before the grammar's cost
     return std::make_unique<sampler>(o, vocab, make_constraint(p, vocab));
 }

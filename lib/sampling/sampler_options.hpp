@@ -50,6 +50,9 @@ struct sampler_options {
     int32_t min_keep = 0; // the least the truncating stages keep (besides the one always kept)
     std::vector<logit_bias> logit_biases;
     std::vector<sampler_stage> stages = default_stage_order();
+    // What the constraint was built from (e.g. the grammar's text and root): a saved state loads
+    // only into a sampler whose constraint was built from the same.
+    std::string constraint_source;
 };
 
 // Throws pi::error(invalid_argument) naming the first bad field. n_vocab is the vocabulary size,

@@ -56,8 +56,9 @@ class blob_reader {
             fail(status::format, "the sampler state holds ", n, " ", what,
                  ", more than this sampler keeps (", max_count, ")");
         // The size check before the allocation: a corrupt count cannot ask for gigabytes.
-        take(size_t{4} * n, what);
-        at_ -= size_t{4} * n;
+        if (left() / 4 < n)
+            fail(status::format, "the sampler state is truncated: ", n, " ", what, " need ",
+                 size_t{4} * n, " bytes at offset ", at_, " of a ", blob_.size(), "-byte blob");
         std::vector<int32_t> out(n);
         for (uint32_t i = 0; i < n; ++i) {
             const auto t = static_cast<int32_t>(u32(what));
@@ -120,6 +121,7 @@ uint64_t sampler::fingerprint() const {
     h.i32(static_cast<int32_t>(o.stages.size()));
     for (sampler_stage s : o.stages)
         h.i32(static_cast<int32_t>(s));
+    h.str(o.constraint_source);
     return h.value();
 }
 

@@ -295,6 +295,19 @@ TEST_CASE("a grammar for a model constrains the tokens; a malformed one names th
         for (size_t i = 0; i < n; ++i)
             CHECK((piece[i] >= '0' && piece[i] <= '9'));
     }
+    // Its state loads into a sampler of the same grammar only.
+    size_t len = 0;
+    REQUIRE(pi_sampler_state_save(s, nullptr, 0, &len) == PI_OK);
+    std::vector<unsigned char> blob(len);
+    REQUIRE(pi_sampler_state_save(s, blob.data(), len, &len) == PI_OK);
+    pi_sampler *same = nullptr, *other = nullptr;
+    REQUIRE(pi_sampler_create_for_model(m, &p, &same) == PI_OK);
+    CHECK(pi_sampler_state_load(same, blob.data(), len) == PI_OK);
+    p.grammar = "root ::= [0-9]* \"x\"";
+    REQUIRE(pi_sampler_create_for_model(m, &p, &other) == PI_OK);
+    CHECK(pi_sampler_state_load(other, blob.data(), len) == PI_ERR_FORMAT);
+    pi_sampler_free(same);
+    pi_sampler_free(other);
     pi_sampler_free(s);
 
     p.grammar = "root ::= (";

@@ -74,6 +74,12 @@ TEST_CASE("a loaded state rebuilds the constraint from the tokens it accepted") 
     CHECK(c->accepted.size() == 6);
     CHECK(draws(b, 10) == expected);
     CHECK(c->accepted.size() == 16);
+
+    sampler_options other = plain_options(2.0f, 4);
+    other.constraint_source = "another grammar";
+    sampler d(other, nullptr, std::make_unique<even_tokens_only>());
+    CHECK(pi::test::message_of([&] { d.load(blob); }).find("differently configured") !=
+          std::string::npos);
 }
 
 TEST_CASE("a truncated, foreign or corrupt state is a format error and changes nothing") {

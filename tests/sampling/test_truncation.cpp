@@ -61,7 +61,8 @@ TEST_CASE("top-p over a long flat tail sorts as far as it needs, equal logits by
     auto list = list_from_probs(std::vector<double>(300, 1.0 / 300));
     top_p(list, 0.499f, 0); // 149.7 tokens' worth: the 150th reaches it
     REQUIRE(list.tokens.size() == 150);
-    for (int32_t i = 0; i < 150; ++i) CHECK(list.tokens[static_cast<size_t>(i)].id == i);
+    for (int32_t i = 0; i < 150; ++i)
+        CHECK(list.tokens[static_cast<size_t>(i)].id == i);
 }
 
 TEST_CASE("min-p keeps the tokens at least p times as likely as the best") {
