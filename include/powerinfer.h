@@ -23,7 +23,10 @@
  * ABI contract (docs/abi.md)
  * - Parameter structs start with `size_t struct_size` and come from pi_*_default_params();
  *   fields are only ever appended, so programs built against an older header keep working:
- *   fields a caller's smaller struct lacks take their defaults.
+ *   fields a caller's smaller struct lacks take their defaults. pi_*_default_params() are inline
+ *   functions over pi_*_params_init(), so a struct is never returned across the ABI at a size
+ *   the caller did not compile; the library keeps exporting the 0.1 functions of those names,
+ *   which return 0.1's sizes, for programs built against 0.1.
  * - Output structs (pi_model_info, pi_context_stats, pi_predictor_audit, pi_generate_result,
  *   pi_token_event) also start with struct_size: the library fills only the prefix the caller's
  *   struct_size covers.
@@ -136,7 +139,14 @@ typedef struct pi_model_params {
     int32_t kv_n_ctx;
 } pi_model_params;
 
-PI_API pi_model_params pi_model_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_model_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_model_params_init(pi_model_params *params, size_t struct_size);
+static inline pi_model_params pi_model_default_params(void) {
+    pi_model_params params;
+    pi_model_params_init(&params, sizeof params);
+    return params;
+}
 
 /* Loads a GGUF model ("GGUF" dense or "PWRI" sparse magic). On failure *out_model is NULL. */
 PI_API pi_status pi_model_load(const char *path, const pi_model_params *params,
@@ -267,7 +277,14 @@ typedef struct pi_context_params {
 
 #define PI_SEED_RANDOM 0xFFFFFFFFu
 
-PI_API pi_context_params pi_context_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_context_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_context_params_init(pi_context_params *params, size_t struct_size);
+static inline pi_context_params pi_context_default_params(void) {
+    pi_context_params params;
+    pi_context_params_init(&params, sizeof params);
+    return params;
+}
 PI_API pi_status pi_context_create(pi_model *model, const pi_context_params *params,
                                    pi_context **out_ctx);
 PI_API void pi_context_free(pi_context *ctx);
@@ -481,7 +498,14 @@ typedef struct pi_sampler_params {
     const char *json_schema;     /* a JSON schema compiled to a grammar; NULL: none */
 } pi_sampler_params;
 
-PI_API pi_sampler_params pi_sampler_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_sampler_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_sampler_params_init(pi_sampler_params *params, size_t struct_size);
+static inline pi_sampler_params pi_sampler_default_params(void) {
+    pi_sampler_params params;
+    pi_sampler_params_init(&params, sizeof params);
+    return params;
+}
 /* A chain without a model: a grammar, a JSON schema, DRY sequence breakers and a logit bias need
  * the vocabulary and are PI_ERR_INVALID_ARGUMENT here. */
 PI_API pi_status pi_sampler_create(const pi_sampler_params *params, pi_sampler **out);
@@ -541,7 +565,7 @@ typedef struct pi_generate_params {
     uint32_t seed;               /* PI_SEED_RANDOM: time-based */
     const char *const *stop;     /* stop strings (may be NULL); the match is not emitted */
     size_t n_stop;
-    int32_t add_bos;             /* 1 (default); no BOS is added when the cache already holds tokens */
+    int32_t add_bos;             /* 1 (default) */
     pi_token_callback callback;  /* may be NULL */
     void *user_data;             /* for callback and on_token */
     /* appended in 0.2 */
@@ -582,7 +606,14 @@ typedef enum pi_stop_reason {
     PI_STOP_CONTEXT_FULL = 6     /* the context filled up before any other reason */
 } pi_stop_reason;
 
-PI_API pi_generate_params pi_generate_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_generate_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_generate_params_init(pi_generate_params *params, size_t struct_size);
+static inline pi_generate_params pi_generate_default_params(void) {
+    pi_generate_params params;
+    pi_generate_params_init(&params, sizeof params);
+    return params;
+}
 /* Tokenizes the prompt, keeps the cached tokens of seq_id it starts with (reuse_cache), decodes
  * the rest, then samples and streams tokens until an end-of-generation token, max_tokens, a stop
  * string, a callback returning 0 or pi_context_cancel(). The generated tokens stay in the cache,
@@ -608,7 +639,14 @@ typedef struct pi_synth_params {
     const char *vocab_path;  /* vocab-only GGUF (e.g. tests/data/relu-llama-kjv.vocab.gguf) */
 } pi_synth_params;
 
-PI_API pi_synth_params pi_synth_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_synth_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_synth_params_init(pi_synth_params *params, size_t struct_size);
+static inline pi_synth_params pi_synth_default_params(void) {
+    pi_synth_params params;
+    pi_synth_params_init(&params, sizeof params);
+    return params;
+}
 /* Writes a synthetic PowerInfer-format model with realistic activation sparsity. */
 PI_API pi_status pi_synth_model_write(const pi_synth_params *params, const char *out_path);
 
@@ -623,7 +661,14 @@ typedef struct pi_quantize_params {
     void *progress_user_data;
 } pi_quantize_params;
 
-PI_API pi_quantize_params pi_quantize_default_params(void);
+/* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size
+ * to struct_size; pi_quantize_default_params() is this for the caller's own struct (docs/abi.md). */
+PI_API pi_status pi_quantize_params_init(pi_quantize_params *params, size_t struct_size);
+static inline pi_quantize_params pi_quantize_default_params(void) {
+    pi_quantize_params params;
+    pi_quantize_params_init(&params, sizeof params);
+    return params;
+}
 /* Converts a F32/F16 model (sparse or dense) to params->type, preserving the magic, metadata and
  * tensor order; 1-D tensors stay F32. Writes to a temporary file and renames it; refuses to
  * overwrite the input. */

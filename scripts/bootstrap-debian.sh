@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
-          python3-pip python3-dev)
+          python3-pip python3-dev nlohmann-json3-dev)
 for arg in "$@"; do
     case "$arg" in
     --hip) packages+=(hipcc) ;;

@@ -9,9 +9,9 @@ using namespace pi;
 using pi::api::guard;
 using pi::api::require;
 
-extern "C" {
+namespace {
 
-pi_context_params pi_context_default_params(void) {
+pi_context_params context_defaults() {
     pi_context_params p{};
     p.struct_size = sizeof(p);
     p.n_ctx = 512;
@@ -21,6 +21,17 @@ pi_context_params pi_context_default_params(void) {
     p.kv_f16 = 1;
     p.n_seq_max = 1;
     return p;
+}
+
+} // namespace
+
+extern "C" {
+
+pi_status pi_context_params_init(pi_context_params* params, size_t struct_size) {
+    return guard([&] {
+        api::fill_defaults(params, struct_size, context_defaults(), "pi_context_params");
+        return PI_OK;
+    });
 }
 
 pi_status pi_context_create(pi_model* model, const pi_context_params* params,

@@ -1,3 +1,4 @@
+#include <cstddef>
 #include <memory>
 
 #include "api/api_support.hpp"
@@ -9,7 +10,6 @@
 using namespace pi;
 using pi::api::guard;
 using pi::api::require;
-using pi::api::to_sampler_options;
 
 namespace {
 
@@ -59,20 +59,16 @@ sampler& sampler_for(const pi_generate_params& p, const pi_context& ctx,
         chain.top_p = p.top_p;
         chain.seed = p.seed;
     }
-    owned = std::make_unique<sampler>(to_sampler_options(chain), &ctx.impl->get_model().vocab());
+    owned = api::make_sampler(chain, &ctx.impl->get_model().vocab());
     return *owned;
 }
 
-} // namespace
-
-extern "C" {
-
-pi_generate_params pi_generate_default_params(void) {
+pi_generate_params generate_defaults() {
     pi_generate_params p{};
     p.struct_size = sizeof(p);
     p.max_tokens = 128;
     const pi_sampler_params basic = pi_sampler_default_params();
-    p.sampling_struct_size = sizeof(pi_sampler_params);
+    p.sampling_struct_size = offsetof(pi_sampler_params, min_p); // 0.1's embedded struct
     p.temperature = basic.temperature;
     p.top_k = basic.top_k;
     p.top_p = basic.top_p;
@@ -81,6 +77,17 @@ pi_generate_params pi_generate_default_params(void) {
     p.reuse_cache = 1;
     p.n_keep = 1;
     return p;
+}
+
+} // namespace
+
+extern "C" {
+
+pi_status pi_generate_params_init(pi_generate_params* params, size_t struct_size) {
+    return guard([&] {
+        api::fill_defaults(params, struct_size, generate_defaults(), "pi_generate_params");
+        return PI_OK;
+    });
 }
 
 pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_params* params,

@@ -39,6 +39,17 @@ template <typename T> T read_params(const T* given, T defaults, const char* name
     return defaults;
 }
 
+// Fills the first `size` bytes of a caller's parameter struct with the defaults (zero beyond
+// them for a struct newer than this library) and sets its struct_size to `size`.
+template <typename T> void fill_defaults(T* out, size_t size, const T& defaults, const char* name) {
+    if (!out) fail(status::invalid_argument, "argument 'params' is NULL");
+    if (size < sizeof(size_t) || size > (size_t(1) << 20))
+        fail(status::invalid_argument, "struct_size ", size, " is not a size of ", name);
+    std::memset(static_cast<void*>(out), 0, size);
+    std::memcpy(static_cast<void*>(out), &defaults, size < sizeof(T) ? size : sizeof(T));
+    out->struct_size = size;
+}
+
 // Writes an output struct into a caller's, honouring struct_size: a caller built against an
 // older header gets the prefix its struct has; its struct_size stays as it set it.
 template <typename T> void write_output(T* out, const T& full, const char* name) {

@@ -20,17 +20,24 @@ template <size_t N> void copy_text(char (&dst)[N], const std::string& src) {
     dst[n] = '\0';
 }
 
-} // namespace
-
-extern "C" {
-
-pi_model_params pi_model_default_params(void) {
+pi_model_params model_defaults() {
     pi_model_params p{};
     p.struct_size = sizeof(p);
     p.use_mmap = 1;
     p.ffn_activation = PI_FFN_ACTIVATION_AUTO;
     p.vram_budget = -1.0;
     return p;
+}
+
+} // namespace
+
+extern "C" {
+
+pi_status pi_model_params_init(pi_model_params* params, size_t struct_size) {
+    return guard([&] {
+        api::fill_defaults(params, struct_size, model_defaults(), "pi_model_params");
+        return PI_OK;
+    });
 }
 
 pi_status pi_model_load(const char* path, const pi_model_params* params, pi_model** out_model) {

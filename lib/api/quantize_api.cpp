@@ -7,15 +7,26 @@ using pi::api::guard;
 using pi::api::progress_bridge;
 using pi::api::require;
 
-extern "C" {
+namespace {
 
-pi_quantize_params pi_quantize_default_params(void) {
+pi_quantize_params quantize_defaults() {
     pi_quantize_params p{};
     p.struct_size = sizeof(p);
     p.type = "Q4_0";
     p.n_threads = 0;
     p.keep_predictor = 0;
     return p;
+}
+
+} // namespace
+
+extern "C" {
+
+pi_status pi_quantize_params_init(pi_quantize_params* params, size_t struct_size) {
+    return guard([&] {
+        api::fill_defaults(params, struct_size, quantize_defaults(), "pi_quantize_params");
+        return PI_OK;
+    });
 }
 
 pi_status pi_model_quantize(const char* in_path, const char* out_path,

@@ -6,9 +6,9 @@ using namespace pi;
 using pi::api::guard;
 using pi::api::require;
 
-extern "C" {
+namespace {
 
-pi_synth_params pi_synth_default_params(void) {
+pi_synth_params synth_defaults() {
     const synth_options d;
     pi_synth_params p{};
     p.struct_size = sizeof(p);
@@ -28,6 +28,17 @@ pi_synth_params pi_synth_default_params(void) {
     p.predictor_noise = d.predictor_noise;
     p.seed = d.seed;
     return p;
+}
+
+} // namespace
+
+extern "C" {
+
+pi_status pi_synth_params_init(pi_synth_params* params, size_t struct_size) {
+    return guard([&] {
+        api::fill_defaults(params, struct_size, synth_defaults(), "pi_synth_params");
+        return PI_OK;
+    });
 }
 
 pi_status pi_synth_model_write(const pi_synth_params* params, const char* out_path) {

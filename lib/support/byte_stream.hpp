@@ -25,8 +25,10 @@ class byte_writer {
         bytes(&value, sizeof(T));
     }
     void bytes(const void* data, size_t n) {
-        const auto* p = static_cast<const uint8_t*>(data);
-        out_.insert(out_.end(), p, p + n);
+        if (n == 0) return;
+        const size_t at = out_.size();
+        out_.resize(at + n);
+        std::memcpy(out_.data() + at, data, n);
     }
     void text(std::string_view s) {
         put(static_cast<uint64_t>(s.size()));

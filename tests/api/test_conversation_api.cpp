@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -414,4 +415,36 @@ TEST_CASE("output structs of an older, smaller size get only their prefix") {
     stats.struct_size = 2;
     CHECK(pi_context_stats_get(s.ctx, &stats) == PI_ERR_INVALID_ARGUMENT);
     CHECK(pi_version_number() == PI_VERSION_NUMBER);
+}
+
+TEST_CASE("pi_generate under a JSON schema always produces text of that schema") {
+    session s(1, 256);
+    pi_sampler_params sp = pi_sampler_default_params();
+    sp.json_schema = R"({"type": "object", "properties": {"n": {"type": "integer"},
+                         "ok": {"type": "boolean"}}, "required": ["n", "ok"]})";
+    const std::regex shape(R"(\s*\{\s*"n"\s*:\s*-?[0-9]+\s*,\s*"ok"\s*:\s*(true|false)\s*\}\s*)");
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+        sp.seed = seed;
+        std::string text;
+        pi_generate_params gp = pi_generate_default_params();
+        gp.max_tokens = 200;
+        gp.sampler_params = &sp;
+        gp.reuse_cache = 0;
+        gp.callback = [](const char* t, size_t n, void* u) {
+            static_cast<std::string*>(u)->append(t, n);
+            return 1;
+        };
+        gp.user_data = &text;
+        pi_generate_result r{};
+        r.struct_size = sizeof(r);
+        REQUIRE(pi_generate(s.ctx, "The answer as JSON:", &gp, &r) == PI_OK);
+        CHECK(r.stop_reason == PI_STOP_EOS);
+        CHECK_MESSAGE(std::regex_match(text, shape), text);
+    }
+    sp.json_schema = nullptr;
+    sp.grammar = "root ::= \"a";
+    pi_generate_params gp = pi_generate_default_params();
+    gp.sampler_params = &sp;
+    CHECK(pi_generate(s.ctx, "x", &gp, nullptr) == PI_ERR_INVALID_ARGUMENT);
+    CHECK(contains(pi_last_error(), "line 1"));
 }
