@@ -14,13 +14,11 @@ namespace pi::python {
 
 namespace {
 
-void require_same_length(size_t n, const std::optional<std::vector<int32_t>>& v,
-                         const char* what) {
+void require_same_length(size_t n, const std::optional<std::vector<int32_t>>& v, const char* what) {
     if (v && v->size() != n)
-        throw status_error(PI_ERR_INVALID_ARGUMENT, std::string(what) + " has " +
-                                                        std::to_string(v->size()) +
-                                                        " entries for " + std::to_string(n) +
-                                                        " tokens");
+        throw status_error(PI_ERR_INVALID_ARGUMENT,
+                           std::string(what) + " has " + std::to_string(v->size()) +
+                               " entries for " + std::to_string(n) + " tokens");
 }
 
 // Without flags: each sequence's last token of the batch, as the library would choose.
@@ -30,8 +28,8 @@ std::vector<int8_t> logit_flags(size_t n, const std::optional<std::vector<int32_
     if (given) {
         if (given->size() != n)
             throw status_error(PI_ERR_INVALID_ARGUMENT,
-                               "logits has " + std::to_string(given->size()) +
-                                   " entries for " + std::to_string(n) + " tokens");
+                               "logits has " + std::to_string(given->size()) + " entries for " +
+                                   std::to_string(n) + " tokens");
         std::transform(given->begin(), given->end(), flags.begin(),
                        [](bool b) { return static_cast<int8_t>(b ? 1 : 0); });
         return flags;
@@ -54,9 +52,9 @@ std::vector<int8_t> logit_flags(size_t n, const std::optional<std::vector<int32_
 void context::require_sequence(const context_state& s, int32_t seq, bool all_allowed) const {
     const int32_t n = pi_context_n_seq_max(s.ctx);
     if ((all_allowed && seq == -1) || (seq >= 0 && seq < n)) return;
-    throw status_error(PI_ERR_INVALID_ARGUMENT,
-                       "sequence id " + std::to_string(seq) + " is outside [0, " +
-                           std::to_string(n) + ")" + (all_allowed ? " (or -1 for all)" : ""));
+    throw status_error(PI_ERR_INVALID_ARGUMENT, "sequence id " + std::to_string(seq) +
+                                                    " is outside [0, " + std::to_string(n) + ")" +
+                                                    (all_allowed ? " (or -1 for all)" : ""));
 }
 
 py::array_t<float> context::decode(const std::vector<int32_t>& tokens,
@@ -171,13 +169,12 @@ void bind_context_sequences(py::class_<context>& c) {
     c.def("decode", &context::decode, py::arg("tokens"), py::arg("positions").none(true),
           py::arg("seq_ids").none(true), py::arg("logits").none(true))
         .def_property_readonly("n_seq_max", &context::n_seq_max)
-        .def("kv_seq_remove", &context::kv_seq_remove, py::arg("seq"), py::arg("p0"),
-             py::arg("p1"))
+        .def("kv_seq_remove", &context::kv_seq_remove, py::arg("seq"), py::arg("p0"), py::arg("p1"))
         .def("kv_seq_copy", &context::kv_seq_copy, py::arg("src"), py::arg("dst"), py::arg("p0"),
              py::arg("p1"))
         .def("kv_seq_keep", &context::kv_seq_keep, py::arg("seq"))
-        .def("kv_seq_shift", &context::kv_seq_shift, py::arg("seq"), py::arg("p0"),
-             py::arg("p1"), py::arg("delta"))
+        .def("kv_seq_shift", &context::kv_seq_shift, py::arg("seq"), py::arg("p0"), py::arg("p1"),
+             py::arg("delta"))
         .def("kv_seq_pos_min", &context::kv_seq_pos_min, py::arg("seq"))
         .def("kv_seq_pos_max", &context::kv_seq_pos_max, py::arg("seq"))
         .def_property_readonly("kv_n_used_cells", &context::kv_n_used_cells);

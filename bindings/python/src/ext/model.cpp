@@ -134,11 +134,10 @@ std::vector<int32_t> model::tokenize(const std::string& text, bool add_bos, bool
     for (;;) {
         size_t n = 0;
         const uint32_t flags = (add_bos ? PI_TOKENIZE_ADD_BOS : 0u) | PI_TOKENIZE_PARSE_SPECIAL;
-        const pi_status status =
-            special ? pi_tokenize_with_flags(h.get(), text.data(), text.size(), flags, ids.data(),
-                                             ids.size(), &n)
-                    : pi_tokenize(h.get(), text.data(), text.size(), add_bos ? 1 : 0, ids.data(),
-                                  ids.size(), &n);
+        const pi_status status = special ? pi_tokenize_with_flags(h.get(), text.data(), text.size(),
+                                                                  flags, ids.data(), ids.size(), &n)
+                                         : pi_tokenize(h.get(), text.data(), text.size(),
+                                                       add_bos ? 1 : 0, ids.data(), ids.size(), &n);
         if (status == PI_ERR_INVALID_ARGUMENT && n > ids.size()) {
             ids.resize(n);
             continue;
@@ -189,37 +188,37 @@ py::bytes model::token_to_piece(int32_t id) const {
 bool model::token_is_eog(int32_t id) const {
     const model_ptr h = handle();
     if (id < 0 || id >= pi_n_vocab(h.get()))
-        throw status_error(PI_ERR_INVALID_ARGUMENT,
-                           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                               std::to_string(pi_n_vocab(h.get())) + ")");
+        throw status_error(PI_ERR_INVALID_ARGUMENT, "token id " + std::to_string(id) +
+                                                        " is outside the vocabulary [0, " +
+                                                        std::to_string(pi_n_vocab(h.get())) + ")");
     return pi_token_is_eog(h.get(), id) != 0;
 }
 
 void bind_model(py::module_& m) {
     py::class_<model> c(m, "_Model");
     c.def(py::init([](py::bytes path, bool use_mmap, bool dense, int32_t ffn_activation,
-                         std::optional<float> sparse_threshold, std::optional<double> vram_budget,
-                         std::optional<std::string> offload_device, int32_t kv_n_ctx,
-                         bool reset_gpu_index, bool disable_gpu_index,
-                         std::optional<std::string> activation_stats, py::object progress) {
-                 return std::make_unique<model>(
-                     std::string(path),
-                     load_args{.use_mmap = use_mmap,
-                               .dense = dense,
-                               .ffn_activation = ffn_activation,
-                               .sparse_threshold = sparse_threshold,
-                               .vram_budget = vram_budget,
-                               .offload_device = std::move(offload_device),
-                               .kv_n_ctx = kv_n_ctx,
-                               .reset_gpu_index = reset_gpu_index,
-                               .disable_gpu_index = disable_gpu_index,
-                               .activation_stats = std::move(activation_stats)},
-                     std::move(progress));
-             }),
-             py::arg("path"), py::arg("use_mmap"), py::arg("dense"), py::arg("ffn_activation"),
-             py::arg("sparse_threshold"), py::arg("vram_budget"), py::arg("offload_device"),
-             py::arg("kv_n_ctx"), py::arg("reset_gpu_index"), py::arg("disable_gpu_index"),
-             py::arg("activation_stats"), py::arg("progress"))
+                      std::optional<float> sparse_threshold, std::optional<double> vram_budget,
+                      std::optional<std::string> offload_device, int32_t kv_n_ctx,
+                      bool reset_gpu_index, bool disable_gpu_index,
+                      std::optional<std::string> activation_stats, py::object progress) {
+              return std::make_unique<model>(
+                  std::string(path),
+                  load_args{.use_mmap = use_mmap,
+                            .dense = dense,
+                            .ffn_activation = ffn_activation,
+                            .sparse_threshold = sparse_threshold,
+                            .vram_budget = vram_budget,
+                            .offload_device = std::move(offload_device),
+                            .kv_n_ctx = kv_n_ctx,
+                            .reset_gpu_index = reset_gpu_index,
+                            .disable_gpu_index = disable_gpu_index,
+                            .activation_stats = std::move(activation_stats)},
+                  std::move(progress));
+          }),
+          py::arg("path"), py::arg("use_mmap"), py::arg("dense"), py::arg("ffn_activation"),
+          py::arg("sparse_threshold"), py::arg("vram_budget"), py::arg("offload_device"),
+          py::arg("kv_n_ctx"), py::arg("reset_gpu_index"), py::arg("disable_gpu_index"),
+          py::arg("activation_stats"), py::arg("progress"))
         .def("close", &model::close)
         .def_property_readonly("closed", &model::closed)
         .def("info", &model::info)

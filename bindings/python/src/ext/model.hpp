@@ -45,9 +45,9 @@ class model {
 
     // Chat templates (model_chat.cpp). messages: (role, content) pairs; tmpl: a template name or
     // text, or none for the model's own.
-    pybind11::str apply_chat_template(
-        const std::vector<std::pair<std::string, std::string>>& messages,
-        const std::optional<std::string>& tmpl, bool add_assistant) const;
+    pybind11::str
+    apply_chat_template(const std::vector<std::pair<std::string, std::string>>& messages,
+                        const std::optional<std::string>& tmpl, bool add_assistant) const;
     std::string chat_template_name(const std::optional<std::string>& tmpl) const;
 
   private:

@@ -41,13 +41,12 @@ std::shared_ptr<sampler_handle> sampler::handle() const {
     return handle_;
 }
 
-int32_t sampler::sample(
-    const py::array_t<float, py::array::c_style | py::array::forcecast>& logits) {
+int32_t
+sampler::sample(const py::array_t<float, py::array::c_style | py::array::forcecast>& logits) {
     const std::shared_ptr<sampler_handle> h = handle();
     if (logits.ndim() != 1)
-        throw status_error(PI_ERR_INVALID_ARGUMENT,
-                           "sample() needs a 1-D array of logits, not " +
-                               std::to_string(logits.ndim()) + "-D");
+        throw status_error(PI_ERR_INVALID_ARGUMENT, "sample() needs a 1-D array of logits, not " +
+                                                        std::to_string(logits.ndim()) + "-D");
     const sampler_claim claim(h);
     pi_token token = -1;
     pi_status status = PI_OK;
