@@ -28,9 +28,12 @@ def test_an_unknown_template_is_unsupported_and_named(model: powerinfer.Model) -
         model.apply_chat_template(HELLO, template="no-such-template")
 
 
-def test_a_model_without_a_template_needs_chat_format(ctx: powerinfer.Context) -> None:
+def test_a_template_that_is_not_recognised_needs_chat_format(ctx: powerinfer.Context) -> None:
+    # The fixture vocabulary's own template is none of the known formats.
     with pytest.raises(powerinfer.UnsupportedError, match="chat template"):
         ctx.create_chat_completion(HELLO, max_tokens=1)
+    with pytest.raises(powerinfer.UnsupportedError, match="chat template"):
+        ctx.model.chat_template_name()
 
 
 def test_bad_messages_are_refused(model: powerinfer.Model) -> None:
@@ -153,3 +156,30 @@ def test_a_text_completion_has_llama_cpp_pythons_shape(ctx: powerinfer.Context) 
     chunks = list(ctx.create_completion("Once upon a time", max_tokens=6, temperature=0,
                                         stream=True, reuse_cache=False))
     assert "".join(c["choices"][0]["text"] for c in chunks) == choice["text"]
+
+
+def test_a_ten_turn_chat_reuses_every_earlier_turn(model: powerinfer.Model) -> None:
+    ctx = model.create_context(n_ctx=1024)
+    conversation = [{"role": "system", "content": "You are terse."}]
+    previous_prompt = 0
+    for turn in range(10):
+        conversation.append({"role": "user", "content": f"Question number {turn}?"})
+        out = ctx.create_chat_completion(conversation, max_tokens=4, temperature=0,
+                                         chat_format="chatml")
+        result = ctx.last_result
+        assert result is not None and result.n_cached_tokens >= previous_prompt
+        if turn > 0:
+            # The new turn: the last answer's end, the question and the assistant's opening
+            # (the fixture vocabulary spells ChatML's markers as text).
+            assert result.n_prompt_tokens - result.n_cached_tokens < 60
+        previous_prompt = out["usage"]["prompt_tokens"]
+        conversation.append(out["choices"][0]["message"])
+
+
+def test_streamed_logprobs_come_with_their_pieces(ctx: powerinfer.Context) -> None:
+    chunks = list(ctx.create_chat_completion(HELLO, max_tokens=6, temperature=0, stream=True,
+                                             chat_format="chatml", logprobs=True,
+                                             top_logprobs=1))
+    entries = [e for c in chunks[1:-1] for e in c["choices"][0]["logprobs"]["content"]]
+    assert len(entries) == ctx.last_result.n_generated_tokens
+    assert all(e["top_logprobs"][0]["token"] == e["token"] for e in entries)

@@ -97,6 +97,21 @@ def test_sample_rejects_bad_logits(model: powerinfer.Model) -> None:
         s.sample(np.zeros(0, dtype=np.float32))
 
 
+def test_accept_and_the_model_argument_are_checked(model: powerinfer.Model) -> None:
+    s = powerinfer.Sampler(model, temperature=0)
+    for bad in (-1, model.n_vocab):
+        with pytest.raises(powerinfer.InvalidArgumentError, match="vocabulary"):
+            s.accept(bad)
+    with pytest.raises(TypeError):
+        s.accept(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="powerinfer.Model"):
+        powerinfer.Sampler("model.gguf")  # type: ignore[arg-type]
+    with pytest.raises(powerinfer.InvalidArgumentError, match="mirostat"):
+        powerinfer.Sampler(mirostat_mode=5)
+    with pytest.raises(powerinfer.InvalidArgumentError, match="JSON"):
+        powerinfer.Sampler(model, json_schema="{not json")
+
+
 def test_a_closed_sampler_raises_value_error() -> None:
     s = powerinfer.Sampler(temperature=0)
     s.close()

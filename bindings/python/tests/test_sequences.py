@@ -124,3 +124,18 @@ def test_a_full_cache_is_a_context_full_error(model: powerinfer.Model) -> None:
         assert small.kv_seq_pos_max(1) == -1 and small.kv_n_used_cells == 10
         with pytest.raises(powerinfer.ContextFullError):
             small.decode([5], positions=[16])
+
+
+def test_context_shift_lets_generation_run_past_a_full_context(model: powerinfer.Model) -> None:
+    no_eos = {model.info.eos: float("-inf")}
+    with model.create_context(n_ctx=32) as small:
+        small.generate("Once upon a time", max_tokens=60, temperature=0, logit_bias=no_eos)
+        assert small.last_result is not None
+        assert small.last_result.stop_reason == "context_full"
+        assert small.last_result.n_context_shifts == 0
+        small.generate("Once upon a time", max_tokens=60, temperature=0, logit_bias=no_eos,
+                       context_shift=True, n_keep=4, reuse_cache=False)
+        r = small.last_result
+        assert r is not None and r.stop_reason == "max_tokens"
+        assert r.n_generated_tokens == 60 and r.n_context_shifts >= 1
+        assert small.kv_seq_pos_max(0) < 32

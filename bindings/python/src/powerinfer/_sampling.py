@@ -258,6 +258,10 @@ class Sampler:
             settings, logit_bias=logit_bias, grammar=grammar, json_schema=json_schema,
             samplers=samplers, dry_sequence_breakers=dry_sequence_breakers, seed=seed,
         )
+        from ._model import Model
+
+        if model is not None and not isinstance(model, Model):
+            raise TypeError(f"model must be a powerinfer.Model or None, not {type(model).__name__}")
         self.model = model
         self._impl = _powerinfer._Sampler(None if model is None else model._impl, fields)
 
