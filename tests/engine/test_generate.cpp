@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "engine/context.hpp"
 #include "engine/generate.hpp"
@@ -169,4 +170,35 @@ TEST_CASE("token events carry the token, its log-probability, alternatives and t
     o.n_probs = 0;
     o.seq = 1;
     CHECK_THROWS_AS(generate(ctx, smp, "x", o), error);
+}
+
+TEST_CASE("seeded sampling gives the same tokens for 1 and 2 threads and any batch split") {
+    const auto run = [](int32_t threads, int32_t n_batch) {
+        context_options co;
+        co.n_threads = threads;
+        co.n_batch = n_batch;
+        context ctx(chat_model(), co);
+        sampler_options so;
+        so.seed = 1234;
+        so.temperature = 1.0f;
+        so.repeat_penalty = 1.2f;
+        sampler smp(so, &chat_model().vocab());
+        struct recorded {
+            std::vector<int32_t> tokens;
+        } r;
+        generate_options o;
+        o.max_tokens = 24;
+        o.on_token = [](const token_event& e, void* u) {
+            static_cast<recorded*>(u)->tokens.push_back(e.token);
+            return true;
+        };
+        o.user_data = &r;
+        generate(ctx, smp, "In the beginning God created the heaven and the earth", o);
+        return r.tokens;
+    };
+    const std::vector<int32_t> reference = run(1, 512);
+    CHECK(reference.size() == 24);
+    CHECK(run(2, 512) == reference);
+    CHECK(run(1, 3) == reference);
+    CHECK(run(2, 5) == reference);
 }
