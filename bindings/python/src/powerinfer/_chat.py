@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, Un
 
 from ._errors import InvalidArgumentError
 from ._generation import (
+    STREAM_AHEAD,
     GenerationResult,
     TokenEvent,
-    _event,
+    token_event,
     chat_defaults,
     generation_options,
 )
@@ -122,7 +123,7 @@ def _items(ctx: Context, impl: Any) -> Iterator[Union[str, TokenEvent]]:
             item = impl.next_item()
             if item is None:
                 break
-            yield item if isinstance(item, str) else _event(item)
+            yield item if isinstance(item, str) else token_event(item)
     finally:
         impl.close()
         r = impl.result
@@ -193,7 +194,7 @@ def create_chat_completion(
              stop=stop, seed=seed),
         {"parse_special": True, "add_bos": not starts_with_bos},
     )
-    impl = ctx._start(prompt, options, 16 if stream else 0, token_events=bool(logprobs))
+    impl = ctx._start(prompt, options, STREAM_AHEAD if stream else 0, token_events=bool(logprobs))
     meta = {
         "id": f"chatcmpl-{uuid.uuid4()}",
         "created": int(time.time()),
@@ -282,7 +283,7 @@ def create_completion(
              stop=stop, seed=seed),
         {},
     )
-    impl = ctx._start(prompt, options, 16 if stream else 0, token_events=logprobs is not None)
+    impl = ctx._start(prompt, options, STREAM_AHEAD if stream else 0, token_events=logprobs is not None)
     meta = {"id": f"cmpl-{uuid.uuid4()}", "created": int(time.time()), "model": ctx.model.path}
     model = ctx.model
 

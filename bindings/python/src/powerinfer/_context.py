@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, U
 from . import _chat, _powerinfer
 from ._errors import InvalidArgumentError
 from ._generation import (
+    STREAM_AHEAD,
     GenerationResult,
     Stream,
     TokenEvent,
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
     from ._model import Model, StrPath
 
 __all__ = ["Context", "ContextStats", "FfnTrace"]
-
-# Pieces a stream's worker may run ahead of the reader.
-_STREAM_AHEAD = 16
 
 
 @dataclass(frozen=True)
@@ -265,14 +263,14 @@ class Context:
         same arguments and seed.
         """
         options = generation_options(*args, **kwargs)
-        return Stream(self, self._start(prompt, options, _STREAM_AHEAD, token_events=False))
+        return Stream(self, self._start(prompt, options, STREAM_AHEAD, token_events=False))
 
     def stream_tokens(self, prompt: str, *args: Any, **kwargs: Any) -> TokenStream:
         """Like :meth:`stream`, but yields a :class:`TokenEvent` per generated token (its id,
         log-probability, released text and, with ``n_probs=N``, the N most probable
         alternatives); the stream's ``text`` collects the text."""
         options = generation_options(*args, **kwargs)
-        return TokenStream(self, self._start(prompt, options, _STREAM_AHEAD, token_events=True))
+        return TokenStream(self, self._start(prompt, options, STREAM_AHEAD, token_events=True))
 
     def _start(
         self, prompt: str, options: dict[str, Any], capacity: int, *, token_events: bool

@@ -17,6 +17,8 @@ __all__ = ["GenerationResult", "TokenEvent", "Stream", "TokenStream"]
 
 # Alternatives a token event may carry (pi_generate_params.n_probs).
 MAX_PROBS = 64
+# Pieces a stream's worker may run ahead of the reader.
+STREAM_AHEAD = 16
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class TokenEvent:
     """The ``n_probs`` most probable tokens and their log-probabilities, most probable first."""
 
 
-def _event(item: tuple[int, float, str, list[tuple[int, float]]]) -> TokenEvent:
+def token_event(item: tuple[int, float, str, list[tuple[int, float]]]) -> TokenEvent:
+    """A TokenEvent from the extension's tuple (_Generation.next_item)."""
     token, logprob, text, top = item
     return TokenEvent(token, logprob, text, tuple((int(t), float(p)) for t, p in top))
 
@@ -238,7 +241,7 @@ class TokenStream(Iterator[TokenEvent]):
             if isinstance(item, str):
                 self.text += item
             else:
-                return _event(item)
+                return token_event(item)
 
     @property
     def result(self) -> Optional[GenerationResult]:
@@ -272,7 +275,7 @@ def collect(
                 break
             if isinstance(item, str):
                 pieces.append(item)
-            elif on_token(_event(item)) is False:
+            elif on_token(token_event(item)) is False:
                 impl.cancel()
                 break
         return "".join(pieces)
