@@ -26,21 +26,29 @@ bool failed(const char* what, pi_status status, std::string& message) {
     return true;
 }
 
-// Pieces that are one word after a space (" the"): n of them make a message of about n tokens.
-std::vector<std::string> vocabulary_words(const pi_model* model) {
-    std::vector<std::string> words;
-    char piece[64];
-    for (pi_token t = 0; t < pi_n_vocab(model); ++t) {
-        size_t len = 0;
-        if (pi_token_to_piece(model, t, piece, sizeof piece, &len) != PI_OK || len < 3 ||
-            len > sizeof piece || piece[0] != ' ')
-            continue;
-        if (std::all_of(piece + 1, piece + len,
-                        [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
-            words.emplace_back(piece, len);
+// Tokens whose piece is one word after a space (" the"), and those pieces: n of them make a
+// message of about n tokens, and text made of them tokenizes back into the same tokens.
+struct vocabulary_words {
+    std::vector<std::string> pieces;
+    std::vector<bool> is_word; // per token
+
+    explicit vocabulary_words(const pi_model* model)
+        : is_word(static_cast<size_t>(pi_n_vocab(model)), false) {
+        char piece[64];
+        for (pi_token t = 0; t < pi_n_vocab(model); ++t) {
+            size_t len = 0;
+            if (pi_token_to_piece(model, t, piece, sizeof piece, &len) != PI_OK || len < 3 ||
+                len > sizeof piece || piece[0] != ' ')
+                continue;
+            if (std::all_of(piece + 1, piece + len, [](char c) {
+                    return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                })) {
+                pieces.emplace_back(piece, len);
+                is_word[static_cast<size_t>(t)] = true;
+            }
+        }
     }
-    return words;
-}
+};
 
 // The same messages in every repetition.
 std::vector<std::string> user_messages(const std::vector<std::string>& words, int turns,
@@ -54,14 +62,16 @@ std::vector<std::string> user_messages(const std::vector<std::string>& words, in
     return messages;
 }
 
-// Greedy with every end-of-generation token forbidden, so that every reply is n_gen tokens long.
+// Greedy among the word tokens only (a logit bias forbids the others, end-of-generation tokens
+// among them): every reply has n_gen tokens, and its text, sent again in the next turn, tokenizes
+// into the tokens the cache holds.
 struct greedy_sampler {
     std::vector<pi_logit_bias> bias;
     pi_sampler_params params = pi_sampler_default_params();
 
-    explicit greedy_sampler(const pi_model* model) {
-        for (pi_token t = 0; t < pi_n_vocab(model); ++t)
-            if (pi_token_is_eog(model, t)) bias.push_back({t, -INFINITY});
+    explicit greedy_sampler(const vocabulary_words& words) {
+        for (size_t t = 0; t < words.is_word.size(); ++t)
+            if (!words.is_word[t]) bias.push_back({static_cast<pi_token>(t), -INFINITY});
         params.temperature = 0;
         params.logit_bias = bias.data();
         params.n_logit_bias = bias.size();
@@ -110,8 +120,8 @@ bool run_chat(pi_context* ctx, const std::vector<std::string>& messages,
 
 bool measure_chat(pi_model* model, const options& o, std::vector<chat_turn_result>& out,
                   std::string& message) {
-    const std::vector<std::string> words = vocabulary_words(model);
-    if (words.empty()) {
+    const vocabulary_words words(model);
+    if (words.pieces.empty()) {
         message = "--chat-turns: the vocabulary has no word pieces to write messages with";
         return false;
     }
@@ -130,8 +140,8 @@ bool measure_chat(pi_model* model, const options& o, std::vector<chat_turn_resul
     context_ptr ctx(raw, pi_context_free);
     if (failed("pi_context_create", created, message)) return false;
 
-    const std::vector<std::string> messages = user_messages(words, o.chat_turns, n_words);
-    const greedy_sampler sampler(model);
+    const std::vector<std::string> messages = user_messages(words.pieces, o.chat_turns, n_words);
+    const greedy_sampler sampler(words);
     const size_t turns = messages.size();
     out.assign(turns, chat_turn_result{});
     std::vector<std::vector<double>> prompt_ms(turns), decode_tps(turns);
