@@ -103,13 +103,22 @@ bool run_chat(pi_context* ctx, const std::vector<std::string>& messages,
         reply.clear();
         pi_generate_result r{};
         r.struct_size = sizeof r;
+        pi_context_stats_reset(ctx);
         if (failed("pi_generate", pi_generate(ctx, transcript.c_str(), &gp, &r), message))
+            return false;
+        pi_context_stats stats{};
+        stats.struct_size = sizeof stats;
+        if (failed("pi_context_stats_get", pi_context_stats_get(ctx, &stats), message))
             return false;
         transcript += reply;
         turns[k].turn = static_cast<int>(k) + 1;
         turns[k].prompt_tokens = r.n_prompt_tokens;
         turns[k].cached_tokens = r.n_cached_tokens;
         turns[k].generated_tokens = r.n_generated_tokens;
+        turns[k].decode_bytes_per_token = stats.n_decode_tokens
+                                              ? static_cast<double>(stats.decode_bytes) /
+                                                    static_cast<double>(stats.n_decode_tokens)
+                                              : 0;
         prompt_ms[k].push_back(r.prompt_seconds * 1e3);
         decode_tps[k].push_back(r.decode_seconds > 0 ? r.n_generated_tokens / r.decode_seconds : 0);
     }

@@ -18,6 +18,7 @@ struct chat_turn_result {
     int generated_tokens = 0; // of the reply
     summary prompt_ms;        // decoding the new tokens
     summary decode_tokens_per_second;
+    double decode_bytes_per_token = 0; // weights and KV cache read per reply token
     int new_tokens() const { return prompt_tokens - cached_tokens; }
 };
 
