@@ -249,3 +249,25 @@ def test_generation_arguments_are_checked(ctx: powerinfer.Context) -> None:
         ctx.generate(PROMPT, max_tokens=2, logit_bias=[1, 2])  # type: ignore[arg-type]
     with pytest.raises(powerinfer.InvalidArgumentError, match=r"(?i)line"):
         ctx.generate(PROMPT, max_tokens=2, grammar="root ::= (")
+
+
+def test_seeded_draws_follow_the_softmax(model: powerinfer.Model) -> None:
+    logits = np.full(model.n_vocab, -np.inf, dtype=np.float32)
+    logits[[10, 20, 30]] = [0.0, 1.0, 2.0]
+    target = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    s = powerinfer.Sampler(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=21)
+    n = 6000
+    draws = np.array([s.sample(logits) for _ in range(n)])
+    counts = np.array([(draws == t).sum() for t in (10, 20, 30)])
+    assert counts.sum() == n
+    # Five standard deviations of a binomial count.
+    assert np.all(np.abs(counts - n * target) < 5 * np.sqrt(n * target * (1 - target)))
+
+
+def test_the_samplers_list_chooses_the_stages(model: powerinfer.Model) -> None:
+    rng = np.random.default_rng(4)
+    rows = [rng.normal(size=model.n_vocab).astype(np.float32) for _ in range(20)]
+    only_top_k = powerinfer.Sampler(temperature=1.0, top_k=1, seed=6, samplers=["top_k"])
+    assert [only_top_k.sample(r) for r in rows] == [int(np.argmax(r)) for r in rows]
+    no_top_k = powerinfer.Sampler(temperature=1.0, top_k=1, seed=6, samplers=["temperature"])
+    assert [no_top_k.sample(r) for r in rows] != [int(np.argmax(r)) for r in rows]
