@@ -10,9 +10,7 @@ namespace {
 
 // A 0.1 struct as its caller sees it: its size and alignment (every one of these is returned in
 // memory through the caller's pointer, larger than 16 bytes, as the original struct was).
-template <size_t Size> struct alignas(8) frozen_params {
-    unsigned char bytes[Size];
-};
+template <size_t Size> struct alignas(8) frozen_params { unsigned char bytes[Size]; };
 
 // The 0.1 sizes (x86-64 and AArch64 LP64), from tests/abi/frozen/powerinfer-0.1.0.h.
 constexpr size_t model_size = 88, context_size = 32, sampler_size = 24, generate_size = 80,

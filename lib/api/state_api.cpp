@@ -73,8 +73,8 @@ pi_status pi_context_state_save(pi_context* ctx, pi_seq_id seq, const pi_sampler
         *len = blob.size();
         if (!buf && capacity == 0) return PI_OK;
         if (blob.size() > capacity)
-            fail(status::invalid_argument, "state buffer holds ", capacity, " bytes, ",
-                 blob.size(), " needed");
+            fail(status::invalid_argument, "state buffer holds ", capacity, " bytes, ", blob.size(),
+                 " needed");
         std::memcpy(buf, blob.data(), blob.size());
         return PI_OK;
     });

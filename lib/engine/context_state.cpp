@@ -51,9 +51,8 @@ void context::save_state(int32_t seq, byte_writer& out) const {
     if (outputs > 0) {
         out.put(static_cast<uint32_t>(logits_row_of_token_.size()));
         out.bytes(logits_row_of_token_.data(), logits_row_of_token_.size() * sizeof(int32_t));
-        out.bytes(logits_.data(),
-                  static_cast<size_t>(outputs) * static_cast<size_t>(model_.hp().n_vocab) *
-                      sizeof(float));
+        out.bytes(logits_.data(), static_cast<size_t>(outputs) *
+                                      static_cast<size_t>(model_.hp().n_vocab) * sizeof(float));
     }
     kv_.save(seq, out);
 }

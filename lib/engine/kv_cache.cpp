@@ -79,8 +79,8 @@ uint64_t kv_cache::device_layer_bytes(const hparams& h, int32_t n_ctx) {
     return lb.size();
 }
 
-kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx,
-                   int32_t n_seq, bool f16)
+kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx, int32_t n_seq,
+                   bool f16)
     : host_(host), device_(cache_on_device(off, n_ctx, f16) ? &off->dev() : nullptr), h_(h),
       host_type_(f16 ? ggml_type::f16 : ggml_type::f32), row_elements_(h.n_embd_kv()),
       n_seq_(n_seq), on_device_(static_cast<size_t>(h.n_layer), false),
@@ -116,11 +116,10 @@ kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n
         layout_builder lb(alignment);
         scratch s;
         s.rows = lb.add(ggml_type::f32, row_elements_, edit_chunk);
-        s.from = lb.add(ggml_type::i32, edit_chunk, 1);
-        s.to = lb.add(ggml_type::i32, edit_chunk, 1);
-        s.delta = lb.add(ggml_type::i32, edit_chunk, 1);
+        s.cells = lb.add(ggml_type::i32, edit_chunk, 1);
+        s.values = lb.add(ggml_type::i32, edit_chunk, 1);
         s.memory = dev.alloc(lb.size());
-        for (pib_tensor* t : {&s.rows, &s.from, &s.to, &s.delta})
+        for (pib_tensor* t : {&s.rows, &s.cells, &s.values})
             t->buffer = s.memory.get();
         return s;
     };
@@ -278,54 +277,42 @@ void kv_cache::shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     publish();
 }
 
-template <typename F> void kv_cache::on_each_device(F&& f) {
-    f(host_, host_scratch_, false);
-    if (device_) f(*device_, device_scratch_, true);
+template <typename F>
+void kv_cache::in_chunks(std::span<const int32_t> cells, std::span<const int32_t> values, F&& f) {
+    for (size_t at = 0; at < cells.size(); at += edit_chunk) {
+        const auto n = static_cast<int64_t>(std::min<size_t>(edit_chunk, cells.size() - at));
+        const auto chunk = [&](device& dev, const scratch& s, bool device_layers) {
+            const size_t bytes = static_cast<size_t>(n) * sizeof(int32_t);
+            dev.upload(s.memory, s.cells.offset, cells.data() + at, bytes);
+            dev.upload(s.memory, s.values.offset, values.data() + at, bytes);
+            const scratch_view v{rows_of(s.rows, n), prefix_of(s.cells, n), prefix_of(s.values, n)};
+            for (size_t il = 0; il < layers_.size(); ++il)
+                if (on_device_[il] == device_layers) f(dev, v, layers_[il]);
+            dev.run("synchronize", &pib_vtable::synchronize);
+        };
+        chunk(host_, host_scratch_, false);
+        if (device_) chunk(*device_, device_scratch_, true);
+    }
 }
 
 void kv_cache::copy_rows(std::span<const int32_t> from, std::span<const int32_t> to) {
-    for (size_t at = 0; at < from.size(); at += edit_chunk) {
-        const size_t n = std::min<size_t>(edit_chunk, from.size() - at);
-        on_each_device([&](device& dev, const scratch& s, bool device_layers) {
-            dev.upload(s.memory, s.from.offset, from.data() + at, n * sizeof(int32_t));
-            dev.upload(s.memory, s.to.offset, to.data() + at, n * sizeof(int32_t));
-            const pib_tensor rows = rows_of(s.rows, static_cast<int64_t>(n)),
-                             src = prefix_of(s.from, static_cast<int64_t>(n)),
-                             dst = prefix_of(s.to, static_cast<int64_t>(n));
-            for (size_t il = 0; il < layers_.size(); ++il) {
-                if (on_device_[il] != device_layers) continue;
-                for (const pib_tensor* t : {&layers_[il].k, &layers_[il].v}) {
-                    dev.run("reading cached rows", &pib_vtable::get_rows, t, &src, &rows);
-                    dev.run("writing cached rows", &pib_vtable::set_rows, &rows, &dst, t);
-                }
-            }
-            dev.run("synchronize", &pib_vtable::synchronize);
-        });
-    }
+    in_chunks(from, to, [](device& dev, const scratch_view& v, const layer_cells& layer) {
+        for (const pib_tensor* t : {&layer.k, &layer.v}) {
+            dev.run("reading cached rows", &pib_vtable::get_rows, t, &v.cells, &v.rows);
+            dev.run("writing cached rows", &pib_vtable::set_rows, &v.rows, &v.values, t);
+        }
+    });
 }
 
 void kv_cache::rotate_keys(std::span<const int32_t> cells, std::span<const int32_t> deltas) {
     const pib_rope_params rope{h_.n_head_kv,       h_.head_dim,       h_.n_rot,
                                h_.arch->rope_mode, h_.rope_freq_base, h_.rope_freq_scale};
-    for (size_t at = 0; at < cells.size(); at += edit_chunk) {
-        const size_t n = std::min<size_t>(edit_chunk, cells.size() - at);
-        on_each_device([&](device& dev, const scratch& s, bool device_layers) {
-            dev.upload(s.memory, s.from.offset, cells.data() + at, n * sizeof(int32_t));
-            dev.upload(s.memory, s.delta.offset, deltas.data() + at, n * sizeof(int32_t));
-            const pib_tensor rows = rows_of(s.rows, static_cast<int64_t>(n)),
-                             which = prefix_of(s.from, static_cast<int64_t>(n)),
-                             by = prefix_of(s.delta, static_cast<int64_t>(n));
-            for (size_t il = 0; il < layers_.size(); ++il) {
-                if (on_device_[il] != device_layers) continue;
-                // Rotations compose: rotating a key cached at p by delta gives the key at p + delta.
-                dev.run("reading cached keys", &pib_vtable::get_rows, &layers_[il].k, &which, &rows);
-                dev.run("re-rotating cached keys", &pib_vtable::rope, &rows, &by, &rope);
-                dev.run("writing cached keys", &pib_vtable::set_rows, &rows, &which,
-                        &layers_[il].k);
-            }
-            dev.run("synchronize", &pib_vtable::synchronize);
-        });
-    }
+    in_chunks(cells, deltas, [&](device& dev, const scratch_view& v, const layer_cells& layer) {
+        // Rotations compose: rotating a key cached at p by delta gives the key at p + delta.
+        dev.run("reading cached keys", &pib_vtable::get_rows, &layer.k, &v.cells, &v.rows);
+        dev.run("re-rotating cached keys", &pib_vtable::rope, &v.rows, &v.values, &rope);
+        dev.run("writing cached keys", &pib_vtable::set_rows, &v.rows, &v.cells, &layer.k);
+    });
 }
 
 int32_t kv_cache::pos_min(int32_t seq) const {
@@ -404,8 +391,8 @@ void kv_cache::save(int32_t seq, byte_writer& out) const {
     const std::vector<cell_run> runs = runs_of(saved);
     std::vector<uint8_t> rows;
     for (size_t il = 0; il < layers_.size(); ++il) {
-        device& dev = on_device_[il] ? *device_ : host_;
-        const buffer& memory = on_device_[il] ? device_memory_ : host_memory_;
+        device& dev = device_of(il);
+        const buffer& memory = memory_of(il);
         const size_t row = cell_row_bytes(il);
         rows.resize(saved.size() * row);
         for (const pib_tensor* t : {&layers_[il].k, &layers_[il].v}) {
@@ -504,8 +491,8 @@ void kv_cache::load(int32_t seq, byte_reader& in) {
         cells_[static_cast<size_t>(target[i])] = loaded[i];
     const std::vector<cell_run> runs = runs_of(target);
     for (size_t il = 0; il < layers_.size(); ++il) {
-        device& dev = on_device_[il] ? *device_ : host_;
-        const buffer& memory = on_device_[il] ? device_memory_ : host_memory_;
+        device& dev = device_of(il);
+        const buffer& memory = memory_of(il);
         const size_t row = cell_row_bytes(il);
         for (int kv = 0; kv < 2; ++kv) {
             const pib_tensor& t = kv == 0 ? layers_[il].k : layers_[il].v;

@@ -69,8 +69,8 @@ class kv_cache {
     // The cells of one sequence (seq >= 0) or of all (-1) with their K and V rows.
     void save(int32_t seq, byte_writer& out) const;
     // Reads what save wrote, the rest of `in`, checking it all before anything changes; a single
-    // sequence's cells replace sequence seq. Throws status::format for a blob of another shape, status::context_full
-    // when it needs more cells or sequences than this cache has.
+    // sequence's cells replace sequence seq. Throws status::format for a blob of another shape,
+    // status::context_full when it needs more cells or sequences than this cache has.
     void load(int32_t seq, byte_reader& in);
 
   private:
@@ -79,9 +79,14 @@ class kv_cache {
         int32_t token = -1;
         uint64_t seqs = 0; // bit s: the cell belongs to sequence s
     };
+    // Room for a chunk of cache edits on one device: rows read from the cache, the cells they
+    // come from and a value per cell (a destination cell, or a position delta).
     struct scratch {
         buffer memory;
-        pib_tensor rows, from, to, delta; // F32 [row][chunk], I32 [chunk] x3
+        pib_tensor rows, cells, values; // F32 [row][chunk], I32 [chunk] x2
+    };
+    struct scratch_view {
+        pib_tensor rows, cells, values; // the chunk's rows and entries
     };
 
     pib_tensor view_of(pib_tensor t, int32_t seq) const noexcept {
@@ -95,13 +100,20 @@ class kv_cache {
     void free_if_empty(cell& c) noexcept;
     void mark_all_changed() noexcept { changed_ = ~0ull; }
     void publish();
-    // Runs f(device, scratch, is_device_layer) for the host and, when it holds cells, the device.
-    template <typename F> void on_each_device(F&& f);
+    // For each chunk of cells, on the host and on the device when it holds cells: puts the cells
+    // and their values in that device's scratch and calls f(device, view, layer) for each layer
+    // cached there.
+    template <typename F>
+    void in_chunks(std::span<const int32_t> cells, std::span<const int32_t> values, F&& f);
     // Copies the K and V rows of cells from[i] into to[i], in every layer.
     void copy_rows(std::span<const int32_t> from, std::span<const int32_t> to);
     // Rotates the cached keys of cells by their deltas, in every layer.
     void rotate_keys(std::span<const int32_t> cells, std::span<const int32_t> deltas);
     size_t cell_row_bytes(size_t il) const noexcept;
+    device& device_of(size_t il) const noexcept { return on_device_[il] ? *device_ : host_; }
+    const buffer& memory_of(size_t il) const noexcept {
+        return on_device_[il] ? device_memory_ : host_memory_;
+    }
 
     device& host_;
     device* device_ = nullptr; // the offload device when it holds cells, else null

@@ -68,7 +68,8 @@ class byte_reader {
     // Fails unless every byte was read.
     void expect_end() const {
         if (at_ != data_.size())
-            fail(status::format, what_, " has ", data_.size() - at_, " unexpected bytes at its end");
+            fail(status::format, what_, " has ", data_.size() - at_,
+                 " unexpected bytes at its end");
     }
 
   private:

@@ -120,7 +120,8 @@ TEST_CASE("a two-sequence batch returns each sequence's last logits") {
     const std::vector<float> a = logits_of(alone.ctx, -1, nv);
     const std::vector<float> m = logits_of(s.ctx, static_cast<int32_t>(tokens.size()) - 1, nv);
     for (int32_t i = 0; i < nv; i += 97)
-        CHECK(m[static_cast<size_t>(i)] == doctest::Approx(a[static_cast<size_t>(i)]).epsilon(1e-4));
+        CHECK(m[static_cast<size_t>(i)] ==
+              doctest::Approx(a[static_cast<size_t>(i)]).epsilon(1e-4));
 }
 
 TEST_CASE("the per-sequence cache edits and their bad input") {
@@ -251,8 +252,7 @@ TEST_CASE("a wrong state is PI_ERR_FORMAT with the reason, the context untouched
         CHECK(pi_kv_seq_pos_max(b.ctx, 1) == 1);
         CHECK(pi_kv_seq_pos_max(b.ctx, 0) == -1);
     };
-    CHECK(pi_context_state_load(b.ctx, -1, nullptr, blob.data(), blob.size() - 7) ==
-          PI_ERR_FORMAT);
+    CHECK(pi_context_state_load(b.ctx, -1, nullptr, blob.data(), blob.size() - 7) == PI_ERR_FORMAT);
     CHECK(contains(pi_last_error(), "truncated"));
     untouched();
     std::vector<uint8_t> garbage(blob.size(), 0x5a);
@@ -261,8 +261,7 @@ TEST_CASE("a wrong state is PI_ERR_FORMAT with the reason, the context untouched
     untouched();
 
     session other(2, 128, 8);
-    CHECK(pi_context_state_load(other.ctx, -1, nullptr, blob.data(), blob.size()) ==
-          PI_ERR_FORMAT);
+    CHECK(pi_context_state_load(other.ctx, -1, nullptr, blob.data(), blob.size()) == PI_ERR_FORMAT);
     CHECK(contains(pi_last_error(), "another model"));
 
     // A sampler asked for but not saved, and the arguments.
@@ -287,8 +286,7 @@ TEST_CASE("a wrong state is PI_ERR_FORMAT with the reason, the context untouched
     // Files: missing, truncated, unwritable; a failed save leaves no file behind.
     const std::string dir = std::string(PI_TEST_BINARY_DIR) + "/state_files";
     std::filesystem::create_directories(dir);
-    CHECK(pi_context_state_load_file(b.ctx, -1, nullptr, (dir + "/missing").c_str()) ==
-          PI_ERR_IO);
+    CHECK(pi_context_state_load_file(b.ctx, -1, nullptr, (dir + "/missing").c_str()) == PI_ERR_IO);
     const std::string cut = dir + "/cut.state";
     std::ofstream(cut, std::ios::binary)
         .write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(size / 2));
@@ -400,8 +398,10 @@ TEST_CASE("output structs of an older, smaller size get only their prefix") {
     CHECK(small.r.n_generated_tokens == 2);
     CHECK(small.r.struct_size == offsetof(pi_generate_result, n_cached_tokens));
     unsigned char tail[sizeof(pi_generate_result) - offsetof(pi_generate_result, n_cached_tokens)];
-    std::memcpy(tail, reinterpret_cast<const unsigned char*>(&small.r) +
-                          offsetof(pi_generate_result, n_cached_tokens), sizeof tail);
+    std::memcpy(tail,
+                reinterpret_cast<const unsigned char*>(&small.r) +
+                    offsetof(pi_generate_result, n_cached_tokens),
+                sizeof tail);
     for (unsigned char c : tail)
         CHECK(c == 0x7e);
 

@@ -149,11 +149,11 @@ TEST_CASE("token events carry the token, its log-probability, alternatives and t
         ++st->events;
         st->event_text.append(e.text);
         const auto& top = e.logprobs->top;
-        st->ordered &= top.size() == 3 && top[0].logprob >= top[1].logprob &&
-                       top[1].logprob >= top[2].logprob;
+        st->ordered &=
+            top.size() == 3 && top[0].logprob >= top[1].logprob && top[1].logprob >= top[2].logprob;
         // Greedy picks the most probable token.
-        st->chosen_is_top &= !top.empty() && top[0].token == e.token &&
-                             e.logprobs->chosen.logprob == top[0].logprob;
+        st->chosen_is_top &=
+            !top.empty() && top[0].token == e.token && e.logprobs->chosen.logprob == top[0].logprob;
         st->normalised &= e.logprobs->chosen.logprob <= 0.0f;
         return true;
     };
