@@ -7,6 +7,8 @@
 #include <memory>
 #include <random>
 
+#include "tool.h"
+
 namespace pi::bench {
 
 namespace {
@@ -14,6 +16,9 @@ namespace {
 using context_ptr = std::unique_ptr<pi_context, decltype(&pi_context_free)>;
 
 constexpr uint32_t words_seed = 2468;
+constexpr uint32_t depth_seed = 1357;
+// Tokens per pi_decode while filling the cache to a turn's depth (the default n_batch).
+constexpr size_t depth_batch = 512;
 constexpr char user_prefix[] = "\nUser:";
 constexpr char assistant_prefix[] = "\nAssistant:";
 // Room per turn beyond its user words and reply: the prefixes, and words of several tokens.
@@ -83,13 +88,17 @@ int append_reply(const char* text, size_t len, void* reply) {
     return 1;
 }
 
+// The timed samples of one turn, one per repetition.
+struct turn_samples {
+    std::vector<double> prompt_ms, decode_tps, depth_tps;
+};
+
 // One chat from an empty cache: each turn appends its user message to the transcript, sends the
 // whole of it and appends the reply. Fills the token counts of `turns` and adds one sample of
 // each turn's times.
 bool run_chat(pi_context* ctx, const std::vector<std::string>& messages,
               const pi_sampler_params& sampler, int n_gen, std::vector<chat_turn_result>& turns,
-              std::vector<std::vector<double>>& prompt_ms,
-              std::vector<std::vector<double>>& decode_tps, std::string& message) {
+              std::vector<turn_samples>& samples, std::string& message) {
     if (failed("pi_kv_truncate", pi_kv_truncate(ctx, 0), message)) return false;
     pi_generate_params gp = pi_generate_default_params();
     gp.max_tokens = n_gen;
@@ -119,9 +128,35 @@ bool run_chat(pi_context* ctx, const std::vector<std::string>& messages,
                                               ? static_cast<double>(stats.decode_bytes) /
                                                     static_cast<double>(stats.n_decode_tokens)
                                               : 0;
-        prompt_ms[k].push_back(r.prompt_seconds * 1e3);
-        decode_tps[k].push_back(r.decode_seconds > 0 ? r.n_generated_tokens / r.decode_seconds : 0);
+        samples[k].prompt_ms.push_back(r.prompt_seconds * 1e3);
+        samples[k].decode_tps.push_back(
+            r.decode_seconds > 0 ? r.n_generated_tokens / r.decode_seconds : 0);
     }
+    return true;
+}
+
+// llama-bench's tg at a depth: an empty cache, `depth` random tokens decoded in batches
+// (untimed), then n_gen single-token batches; their tokens/s.
+bool decode_at_depth(pi_context* ctx, int depth, int n_gen, std::mt19937& rng,
+                     std::uniform_int_distribution<pi_token>& token, double& tokens_per_second,
+                     std::string& message) {
+    if (failed("pi_kv_truncate", pi_kv_truncate(ctx, 0), message)) return false;
+    std::vector<pi_token> prompt(static_cast<size_t>(depth));
+    for (pi_token& t : prompt)
+        t = token(rng);
+    for (size_t at = 0; at < prompt.size(); at += depth_batch) {
+        const int32_t n = static_cast<int32_t>(std::min(depth_batch, prompt.size() - at));
+        const pi_batch batch{n, prompt.data() + at, nullptr, nullptr};
+        if (failed("pi_decode", pi_decode(ctx, &batch), message)) return false;
+    }
+    const double start = tool_seconds();
+    for (int i = 0; i < n_gen; ++i) {
+        const pi_token t = token(rng);
+        const pi_batch batch{1, &t, nullptr, nullptr};
+        if (failed("pi_decode", pi_decode(ctx, &batch), message)) return false;
+    }
+    const double seconds = tool_seconds() - start;
+    tokens_per_second = seconds > 0 ? n_gen / seconds : 0;
     return true;
 }
 
@@ -153,22 +188,30 @@ bool measure_chat(pi_model* model, const options& o, std::vector<chat_turn_resul
     const greedy_sampler sampler(words);
     const size_t turns = messages.size();
     out.assign(turns, chat_turn_result{});
-    std::vector<std::vector<double>> prompt_ms(turns), decode_tps(turns);
+    std::vector<turn_samples> samples(turns);
     for (int i = 0; i < o.warmup; ++i)
-        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, prompt_ms, decode_tps,
-                      message))
+        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, samples, message))
             return false;
-    for (std::vector<double>& samples : prompt_ms)
-        samples.clear();
-    for (std::vector<double>& samples : decode_tps)
-        samples.clear();
-    for (int i = 0; i < o.repetitions; ++i)
-        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, prompt_ms, decode_tps,
-                      message))
+    samples.assign(turns, turn_samples{});
+    std::mt19937 rng(depth_seed);
+    std::uniform_int_distribution<pi_token> token(0, pi_n_vocab(model) - 1);
+    // A chat, then the decode at each turn's depth, in every repetition: a change of load on the
+    // machine falls on both alike.
+    for (int i = 0; i < o.repetitions; ++i) {
+        if (!run_chat(ctx.get(), messages, sampler.params, o.n_gen, out, samples, message))
             return false;
+        for (size_t k = 0; k < turns && o.n_gen > 0; ++k) {
+            double tps = 0;
+            if (!decode_at_depth(ctx.get(), out[k].prompt_tokens, o.n_gen, rng, token, tps,
+                                 message))
+                return false;
+            samples[k].depth_tps.push_back(tps);
+        }
+    }
     for (size_t k = 0; k < turns; ++k) {
-        out[k].prompt_ms = summarize(prompt_ms[k]);
-        out[k].decode_tokens_per_second = summarize(decode_tps[k]);
+        out[k].prompt_ms = summarize(samples[k].prompt_ms);
+        out[k].decode_tokens_per_second = summarize(samples[k].decode_tps);
+        out[k].depth_tokens_per_second = summarize(samples[k].depth_tps);
     }
     return true;
 }

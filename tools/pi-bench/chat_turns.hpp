@@ -19,6 +19,9 @@ struct chat_turn_result {
     summary prompt_ms;        // decoding the new tokens
     summary decode_tokens_per_second;
     double decode_bytes_per_token = 0; // weights and KV cache read per reply token
+    // pi_decode alone, one token at a time, from a cache as deep as this turn's prompt: what the
+    // reply's decoding costs without the chat
+    summary depth_tokens_per_second;
     int new_tokens() const { return prompt_tokens - cached_tokens; }
 };
 

@@ -35,17 +35,23 @@ void markdown_chat_turns(const report& r, std::FILE* out) {
                      "pi_generate reuses the cache):\n\n",
                      model_cell(run.model).c_str(), mode_name(run.run_mode), run.threads);
         std::fputs("| turn | prompt tokens | cached | new | prompt ms | new tokens/s | reply "
-                   "tokens | decode t/s | MB/token |\n",
+                   "tokens | decode t/s | MB/token | tg at that depth | decode / tg |\n",
                    out);
-        std::fputs("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", out);
+        std::fputs("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                   "|\n",
+                   out);
         for (const chat_turn_result& t : run.chat_turns) {
             const double ms = t.prompt_ms.median;
-            std::fprintf(out, "| %d | %d | %d | %d | %s | %s | %d | %s | %s |\n", t.turn,
-                         t.prompt_tokens, t.cached_tokens, t.new_tokens(),
-                         (fixed(ms, 2) + " ± " + fixed(t.prompt_ms.stddev, 2)).c_str(),
-                         fixed(ms > 0 ? 1e3 * t.new_tokens() / ms : NAN, 1).c_str(),
-                         t.generated_tokens, speed(t.decode_tokens_per_second).c_str(),
-                         fixed(t.decode_bytes_per_token / 1e6, 1).c_str());
+            const double depth = t.depth_tokens_per_second.median;
+            std::fprintf(
+                out, "| %d | %d | %d | %d | %s | %s | %d | %s | %s | %s | %s |\n", t.turn,
+                t.prompt_tokens, t.cached_tokens, t.new_tokens(),
+                (fixed(ms, 2) + " ± " + fixed(t.prompt_ms.stddev, 2)).c_str(),
+                fixed(ms > 0 ? 1e3 * t.new_tokens() / ms : NAN, 1).c_str(), t.generated_tokens,
+                speed(t.decode_tokens_per_second).c_str(),
+                fixed(t.decode_bytes_per_token / 1e6, 1).c_str(),
+                speed(t.depth_tokens_per_second).c_str(),
+                fixed(depth > 0 ? t.decode_tokens_per_second.median / depth : NAN, 2).c_str());
         }
     }
 }
@@ -89,6 +95,8 @@ void json_conversation(json_writer& j, const run_result& run) {
         json_summary(j, t.decode_tokens_per_second);
         j.key("decode_bytes_per_token");
         j.number(t.decode_bytes_per_token);
+        j.key("depth_tokens_per_second");
+        json_summary(j, t.depth_tokens_per_second);
         j.end_object();
     }
     j.end_array();
