@@ -1,7 +1,7 @@
 # One run of the powerinfer CLI. Run as
 #   cmake -DPOWERINFER=<powerinfer> -DMODEL=<model.gguf> "-DARGS=<more|args>" [-DINPUT=<stdin file>]
 #         [-DEXPECT_RC=<status>] ["-DEXPECT_STDOUT=<regex>"] ["-DEXPECT_STDERR=<regex>|<regex>"]
-#         [-DEXPECT_JSON_AFTER=<prompt>] -P run_powerinfer.cmake
+#         [-DEXPECT_JSON_AFTER=<prompt>] [-DMODEL_POSITIONAL=1] -P run_powerinfer.cmake
 # ARGS and EXPECT_STDERR are separated by '|' (a ';' would split them on the way here). The run
 # must exit with EXPECT_RC (default 0); stdout must match EXPECT_STDOUT and stderr every regex of
 # EXPECT_STDERR. EXPECT_JSON_AFTER: stdout is that prompt, then the generated text, which must be
@@ -17,8 +17,13 @@ if(DEFINED INPUT)
   set(input_args INPUT_FILE ${INPUT})
 endif()
 
+# MODEL_POSITIONAL: the program takes the model as its first argument, not through -m.
+set(model_args -m ${MODEL})
+if(MODEL_POSITIONAL)
+  set(model_args ${MODEL})
+endif()
 execute_process(
-  COMMAND ${POWERINFER} -m ${MODEL} ${args}
+  COMMAND ${POWERINFER} ${model_args} ${args}
   ${input_args}
   RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 
