@@ -3,6 +3,7 @@
 #include "chat.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,23 @@ static void print_turn_stats(int turn, const pi_generate_result* r) {
               r->n_context_shifts ? ", context shifted" : "");
 }
 
+/* The tokens of the rendered system message, which a context shift keeps: the start of every
+ * rendered transcript (BOS included). 1 (the BOS) without a system message. */
+static int system_tokens(const pi_model* model, const char* tmpl, const transcript* t) {
+    if (t->first_droppable == 0) return 1;
+    size_t len = 0;
+    pi_status st = pi_chat_apply_template(model, tmpl, t->messages, 1, 0, NULL, 0, &len);
+    char* buf = st == PI_ERR_INVALID_ARGUMENT && len > 0 ? malloc(len + 1) : NULL;
+    if (buf) st = pi_chat_apply_template(model, tmpl, t->messages, 1, 0, buf, len + 1, &len);
+    size_t n = 0;
+    if (buf && st == PI_OK) {
+        const uint32_t bos = starts_with_bos(model, buf) ? 0 : PI_TOKENIZE_ADD_BOS;
+        pi_tokenize_with_flags(model, buf, len, bos | PI_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n);
+    }
+    free(buf);
+    return n > 0 && n <= INT_MAX ? (int)n : 1;
+}
+
 /* One reply: renders the transcript, generates, and drops the oldest exchanges while the
  * transcript does not fit the context. */
 static pi_status reply(pi_model* model, pi_context* ctx, const char* tmpl, pi_generate_params* gp,
@@ -207,6 +225,7 @@ int chat_run(pi_model* model, pi_context* ctx, const chat_options* o,
         if (!transcript_add(&t, "system", o->system)) status = tool_fail(1, "out of memory");
         t.first_droppable = 1;
     }
+    gp.n_keep = o->keep >= 0 ? o->keep : system_tokens(model, tmpl, &t);
 
     g_ctx = ctx;
     struct sigaction action;

@@ -10,6 +10,7 @@ typedef struct chat_options {
     const char* chat_template; /* a template name or text; NULL: the model's */
     int max_tokens;            /* per reply */
     int context_shift;         /* 1: a full context drops old tokens instead of ending the reply */
+    int keep;                  /* tokens a context shift keeps; < 0: the system message's */
     int verbose_prompt;        /* 1: each turn's prompt and decode statistics on stderr */
 } chat_options;
 

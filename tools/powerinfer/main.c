@@ -25,6 +25,7 @@ typedef struct options {
     double vram_budget_gib;
     int vram_budget_given;
     int chat;
+    int keep; /* --keep; -2: not given */
     chat_options chat_opts;
     sampling_args sampling;
 } options;
@@ -46,6 +47,10 @@ static const char usage_general[] =
     "      --disable-gpu-index keep every FFN neuron on the CPU\n"
     "      --activation-stats P activation statistics for the planner\n"
     "      --dense            compute every FFN neuron (ignore the predictor)\n"
+    "      --context-shift    when the context is full, drop the older half of its tokens and go "
+    "on\n"
+    "      --keep N           tokens a context shift keeps at the start (default: the BOS; in a\n"
+    "                         chat, the system message; -1 = the whole prompt)\n"
     "      --verbose          log library messages at info level\n"
     "  -h, --help             this text\n"
     "chat (one user message per line on stdin; /exit or end of input ends it):\n"
@@ -54,7 +59,6 @@ static const char usage_general[] =
     "  -sys, --system TEXT    the system message\n"
     "      --chat-template T  llama2, chatml, vicuna, zephyr, mistral, llama3 or a template text\n"
     "                         (default: the model's tokenizer.chat_template)\n"
-    "      --context-shift    when the context is full, drop old tokens and go on\n"
     "      --verbose-prompt   each turn's prompt tokens (new and cached) and speed on stderr\n";
 
 /* Negative counts the library would refuse are usage errors here; -n < 0 and -s < 0 mean
@@ -100,6 +104,8 @@ static int parse_args(int argc, char** argv, const char* usage, options* o) {
             o->chat_opts.chat_template = tool_args_text(&a);
         else if (tool_args_is(&a, NULL, "--context-shift"))
             o->chat_opts.context_shift = 1;
+        else if (tool_args_is(&a, NULL, "--keep"))
+            tool_args_int(&a, -1, INT_MAX, &o->keep);
         else if (tool_args_is(&a, NULL, "--verbose-prompt"))
             o->chat_opts.verbose_prompt = 1;
         else
@@ -164,12 +170,22 @@ static void print_stats(double load_s, const pi_context* ctx, const pi_generate_
 }
 
 /* One completion of the prompt, streamed to stdout after the prompt itself. */
-static int complete(pi_context* ctx, const char* prompt, const options* o,
+/* The prompt's tokens with BOS, for --keep -1. */
+static int prompt_tokens(const pi_model* model, const char* prompt) {
+    size_t n = 0;
+    pi_tokenize_with_flags(model, prompt, strlen(prompt), PI_TOKENIZE_ADD_BOS, NULL, 0, &n);
+    return n > 0 && n <= INT_MAX ? (int)n : 1;
+}
+
+static int complete(const pi_model* model, pi_context* ctx, const char* prompt, const options* o,
                     pi_generate_result* result) {
     pi_generate_params gp = pi_generate_default_params();
     gp.max_tokens = o->n_predict < 0 ? 0x7fffffff : o->n_predict;
     gp.sampler_params = &o->sampling.params;
     gp.callback = print_piece;
+    gp.context_shift = o->chat_opts.context_shift;
+    if (o->keep >= 0) gp.n_keep = o->keep;
+    if (o->keep == -1) gp.n_keep = prompt_tokens(model, prompt);
     fputs(prompt, stdout);
     const pi_status st = pi_generate(ctx, prompt, &gp, result);
     fputc('\n', stdout);
@@ -223,13 +239,14 @@ static int run(const options* o, const char* prompt) {
     }
     if (rc == 0 && o->chat) {
         chat_options co = o->chat_opts;
+        co.keep = o->keep >= 0 ? o->keep : -1;
         co.max_tokens = o->n_predict < 0 ? 0x7fffffff : o->n_predict;
         rc = chat_run(model, ctx, &co, &o->sampling.params);
         if (rc == 0) print_stats(load_s, ctx, NULL);
     } else if (rc == 0) {
         pi_generate_result result = {0};
         result.struct_size = sizeof(result);
-        rc = complete(ctx, prompt, o, &result);
+        rc = complete(model, ctx, prompt, o, &result);
         if (rc == 0) print_stats(load_s, ctx, &result);
     }
     pi_context_free(ctx);
@@ -242,6 +259,7 @@ int main(int argc, char** argv) {
     o.n_predict = 128;
     o.n_ctx = 512;
     o.n_batch = 512;
+    o.keep = -2;
     sampling_args_init(&o.sampling);
     char* usage = usage_text();
     if (!usage) return tool_fail(1, "out of memory");
