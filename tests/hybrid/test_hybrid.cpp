@@ -9,6 +9,7 @@
 #include "engine/offload.hpp"
 #include "engine/placement.hpp"
 #include "model/model.hpp"
+#include "support/byte_stream.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 
@@ -284,4 +285,70 @@ TEST_CASE("a cached GPU index is reused for the same model and budget and ignore
     r.budget = int64_t(12) << 20; // another budget: the cache is stale
     const auto third = place_on_device(*m, std::make_unique<device>(device::cpu(1)), r);
     CHECK(third.source.find("GPU index") == std::string::npos);
+}
+
+TEST_CASE("sequences, a shift and saved state work with the KV cache on the device") {
+    const auto m = model::load(model_path(), load_options{});
+    const std::vector<int32_t> other = {1, 395, 740, 1064};
+    const auto last_logits_alone = [&](const std::vector<int32_t>& tokens) {
+        context ctx(*m, context_options{});
+        ctx.decode(batch_view{tokens, {}, {}});
+        const auto l = ctx.logits(-1);
+        return std::vector<float>(l.begin(), l.end());
+    };
+    for (int32_t kv_n_ctx : {0, 64}) {
+        CAPTURE(kv_n_ctx);
+        offload off(*m, cpu_device(), with_dense(*m, 0.5, kv_n_ctx));
+        context_options co;
+        co.n_ctx = 64;
+        co.n_seq_max = 2;
+        co.offloaded = &off;
+        context ctx(*m, co);
+        CHECK(ctx.kv_on_device() == (kv_n_ctx > 0));
+        std::vector<int32_t> tokens = prompt, seqs(prompt.size(), 0);
+        tokens.insert(tokens.end(), other.begin(), other.end());
+        seqs.insert(seqs.end(), other.size(), 1);
+        batch_view b;
+        b.tokens = tokens;
+        b.seqs = seqs;
+        b.last_of_each_sequence = true;
+        ctx.decode(b);
+        const auto l0 = ctx.logits(static_cast<int32_t>(prompt.size()) - 1);
+        const auto l1 = ctx.logits(static_cast<int32_t>(tokens.size()) - 1);
+        const std::vector<float> want0 = last_logits_alone(prompt),
+                                 want1 = last_logits_alone(other);
+        CHECK(max_diff(std::vector<float>(l0.begin(), l0.end()), want0) <= 1e-4f * max_abs(want0));
+        CHECK(max_diff(std::vector<float>(l1.begin(), l1.end()), want1) <= 1e-4f * max_abs(want1));
+
+        // Shifting sequence 1 by +3 and decoding at +3 matches a run decoded there directly.
+        ctx.shift(1, 0, -1, 3);
+        const int32_t next[1] = {261}, at[1] = {static_cast<int32_t>(other.size()) + 3},
+                      seq1[1] = {1};
+        batch_view step;
+        step.tokens = next;
+        step.pos = at;
+        step.seqs = seq1;
+        ctx.decode(step);
+        context direct(*m, context_options{});
+        std::vector<int32_t> pos(other.size());
+        std::iota(pos.begin(), pos.end(), 3);
+        direct.decode(batch_view{other, pos, {}});
+        direct.decode(batch_view{next, at, {}});
+        const auto a = ctx.logits(-1), d = direct.logits(-1);
+        const std::vector<float> dv(d.begin(), d.end());
+        CHECK(max_diff(std::vector<float>(a.begin(), a.end()), dv) <= 1e-3f * max_abs(dv));
+
+        // The state comes back bit for bit into a context of the same placement.
+        std::vector<uint8_t> blob;
+        byte_writer out(blob);
+        ctx.save_state(-1, out);
+        context restored(*m, co);
+        byte_reader in(blob, "state");
+        restored.load_state(-1, in);
+        const int32_t more[1] = {395};
+        ctx.decode(batch_view{more, {}, {}});
+        restored.decode(batch_view{more, {}, {}});
+        const auto x = ctx.logits(-1), y = restored.logits(-1);
+        CHECK(std::equal(x.begin(), x.end(), y.begin(), y.end()));
+    }
 }
