@@ -115,6 +115,11 @@ neuron_lists by_neuron(context& c, const view& idx, const view& count, int64_t n
     return {offsets, tokens, coefs};
 }
 
+// Batches up to this many tokens take the sparse products token by token (measured on the
+// 1.1B-shaped bench model, Q4_0, 2 threads: 2 to 16 tokens 10-20 % faster than by neuron, 32 and
+// 64 the same).
+constexpr int64_t few_tokens = 16;
+
 } // namespace
 
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
@@ -172,6 +177,36 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
                 else
                     k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(0),
                                y[m].row<float>(0));
+            }
+        });
+        return PIB_OK;
+    }
+    if (x.ne1 <= few_tokens) {
+        // Each token's lists through the decode kernel, the tokens one after the other: for a
+        // few tokens, gathering the lists by neuron costs more than the rows they share save.
+        const int32_t* counts = count.row<const int32_t>(0);
+        // Where token t's entries begin: the tokens' lists one after the other.
+        int64_t start[few_tokens + 1] = {};
+        for (int64_t t = 0; t < x.ne1; ++t)
+            start[t + 1] = start[t] + n_mat * counts[t];
+        const int64_t total = start[x.ne1];
+        const int64_t chunk = chunk_size(c, total, rows_for(w[0], decode_task_bytes), total, 8, 2);
+        parallel_chunks(c, total, chunk, [&](int64_t e0, int64_t e1) {
+            for (int64_t t = 0; t < x.ne1; ++t) {
+                const int64_t n = counts[t];
+                const int32_t* list = idx.row<const int32_t>(t);
+                const quant_acts xt{xq.data + t * quant_block_bytes * xq.stride, xq.stride};
+                for (int m = 0; m < n_mat; ++m) {
+                    const int64_t base = start[t] + m * n;
+                    const int64_t k0 = std::max(e0, base) - base;
+                    const int64_t k1 = std::min(e1, base + n) - base;
+                    if (k0 >= k1) continue;
+                    if (quant)
+                        k.mul_rows_q(wr[m], list + k0, k1 - k0, xt, y[m].row<float>(t));
+                    else
+                        k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(t),
+                                   y[m].row<float>(t));
+                }
             }
         });
         return PIB_OK;
