@@ -130,3 +130,22 @@ def test_missing_activation_statistics_surface_the_library_error(
         load(own_model_path, offload_device="cpu", vram_budget=BUDGET, reset_gpu_index=True,
              activation_stats=missing)
     assert str(missing) in str(caught.value)
+
+
+def test_sequences_and_saved_state_with_the_kv_cache_on_the_device(
+    own_model_path: Path, model: powerinfer.Model
+) -> None:
+    a = model.tokenize("And God said")
+    b = model.tokenize("The quick brown fox")
+    seq_ids = [0] * len(a) + [1] * len(b)
+    with model.create_context(n_ctx=KV_N_CTX, n_seq_max=2) as host:
+        expected = host.decode(a + b, seq_ids=seq_ids)
+    with load(own_model_path, offload_device="cpu", vram_budget=BUDGET,
+              kv_n_ctx=KV_N_CTX) as hybrid:
+        with hybrid.create_context(n_ctx=KV_N_CTX, n_seq_max=2) as ctx, hybrid.create_context(
+                n_ctx=KV_N_CTX, n_seq_max=2) as copy:
+            rows = ctx.decode(a + b, seq_ids=seq_ids)
+            assert abs(rows - expected).max() < 1e-2
+            copy.load_state(ctx.save_state())
+            step = model.tokenize(" and", add_bos=False)[:1]
+            assert (ctx.decode(step, seq_ids=[1]) == copy.decode(step, seq_ids=[1])).all()
