@@ -5,6 +5,7 @@
 
 #include "engine/context.hpp"
 #include "gguf/gguf.hpp"
+#include "support/fnv1a.hpp"
 
 namespace pi {
 
@@ -16,23 +17,15 @@ constexpr uint32_t state_version = 1;
 // start, the last tensor's data at the end.
 constexpr size_t fingerprint_span = 1 << 16;
 
-uint64_t fnv1a(uint64_t h, const void* data, size_t n) noexcept {
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 // Tells one model file from another without reading all of it.
-uint64_t model_fingerprint(const model& m) noexcept {
+uint64_t state_fingerprint(const model& m) noexcept {
     const std::span<const uint8_t> bytes = m.file().bytes();
     const size_t head = std::min(bytes.size(), fingerprint_span);
     const size_t tail = std::min(bytes.size() - head, fingerprint_span);
-    uint64_t h = 0xcbf29ce484222325ull;
     const uint64_t size = bytes.size();
-    h = fnv1a(h, &size, sizeof size);
-    h = fnv1a(h, bytes.data(), head);
-    return fnv1a(h, bytes.data() + bytes.size() - tail, tail);
+    uint64_t h = fnv1a(std::span(reinterpret_cast<const uint8_t*>(&size), sizeof size));
+    h = fnv1a(bytes.first(head), h);
+    return fnv1a(bytes.last(tail), h);
 }
 
 } // namespace
@@ -43,7 +36,7 @@ void context::save_state(int32_t seq, byte_writer& out) const {
              ")");
     out.bytes(state_magic, sizeof state_magic);
     out.put(state_version);
-    out.put(model_fingerprint(model_));
+    out.put(state_fingerprint(model_));
     out.put(static_cast<int32_t>(model_.hp().n_vocab));
     // Logits belong to the whole last batch: saved with every sequence only.
     const int32_t outputs = seq == -1 ? n_outputs_ : 0;
@@ -68,7 +61,7 @@ void context::load_state(int32_t seq, byte_reader& in) {
     if (version != state_version)
         fail(status::format, "the state has format version ", version, "; this library reads ",
              state_version);
-    if (in.get<uint64_t>("the model fingerprint") != model_fingerprint(model_))
+    if (in.get<uint64_t>("the model fingerprint") != state_fingerprint(model_))
         fail(status::format, "the state was saved with another model");
     const auto n_vocab = in.get<int32_t>("the vocabulary size");
     if (n_vocab != model_.hp().n_vocab)

@@ -11,6 +11,7 @@
 
 #include "gguf/gguf.hpp"
 #include "support/error.hpp"
+#include "support/fnv1a.hpp"
 #include "support/log.hpp"
 
 namespace pi::planner {
@@ -74,11 +75,7 @@ std::string model_fingerprint(const gguf::file& model) {
     const std::span<const uint8_t> bytes = model.bytes();
     const size_t header =
         static_cast<size_t>(std::min<uint64_t>(model.data_offset(), bytes.size()));
-    uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64 offset basis
-    for (size_t i = 0; i < header; ++i) {
-        hash ^= bytes[i];
-        hash *= 0x100000001b3ull; // FNV-1a 64 prime
-    }
+    const uint64_t hash = fnv1a(bytes.first(header));
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, hash);
     return concat(bytes.size(), "-", hex);
