@@ -63,6 +63,8 @@ context::context(const model& m, const context_options& options)
     batch_pos_.resize(B);
     batch_seq_.resize(B);
     batch_cells_.resize(B);
+    batch_pairs_.resize(B);
+    next_pos_.resize(static_cast<size_t>(options_.n_seq_max));
     out_rows_.resize(B);
     active_counts_.resize(B);
     logits_.resize(B * static_cast<size_t>(m.hp().n_vocab));
@@ -114,19 +116,19 @@ void context::prepare_batch(const batch_view& batch) {
     if (!batch.seqs.empty() && batch.seqs.size() != batch.tokens.size())
         fail(status::invalid_argument, "the batch has ", batch.seqs.size(), " sequence ids for ",
              n, " tokens");
-    std::vector<int32_t> next_pos(static_cast<size_t>(options_.n_seq_max), -1);
+    std::fill(next_pos_.begin(), next_pos_.end(), -1);
     for (int32_t i = 0; i < n; ++i) {
         const auto at = static_cast<size_t>(i);
         const int32_t t = batch.tokens[at];
         if (t < 0 || t >= model_.hp().n_vocab)
             fail(status::invalid_argument, "token ", i, " of the batch has id ", t,
                  ", outside the vocabulary [0, ", model_.hp().n_vocab, ")");
-        const int32_t s = batch.seqs.empty() ? 0 : batch.seqs[at];
+        const int32_t s = batch.seqs.empty() ? batch.seq : batch.seqs[at];
         if (s < 0 || s >= options_.n_seq_max)
             fail(status::invalid_argument, "token ", i, " of the batch has sequence id ", s,
                  ", outside [0, ", options_.n_seq_max, ") (n_seq_max = ", options_.n_seq_max,
                  ")");
-        int32_t& next = next_pos[static_cast<size_t>(s)];
+        int32_t& next = next_pos_[static_cast<size_t>(s)];
         if (next < 0) next = kv_.pos_max(s) + 1;
         const int32_t p = batch.pos.empty() ? next : batch.pos[at];
         if (p < 0)
@@ -139,7 +141,7 @@ void context::prepare_batch(const batch_view& batch) {
         batch_pos_[at] = p;
     }
     {
-        std::vector<int64_t> pairs(static_cast<size_t>(n));
+        const auto pairs = std::span(batch_pairs_).first(static_cast<size_t>(n));
         for (size_t i = 0; i < pairs.size(); ++i)
             pairs[i] = (static_cast<int64_t>(batch_seq_[i]) << 32) | batch_pos_[i];
         std::sort(pairs.begin(), pairs.end());

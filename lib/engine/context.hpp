@@ -49,7 +49,8 @@ struct batch_view {
     std::span<const int32_t> tokens;
     std::span<const int32_t> pos;   // empty: each token follows its sequence's last
     std::span<const int8_t> logits; // empty: see last_of_each_sequence
-    std::span<const int32_t> seqs{}; // empty: every token in sequence 0
+    std::span<const int32_t> seqs{}; // empty: every token in sequence `seq`
+    int32_t seq = 0;
     // With no logits flags: true, the logits of each sequence's last token; false, of the
     // batch's last token only.
     bool last_of_each_sequence = false;
@@ -134,6 +135,8 @@ class context {
     std::vector<int32_t> batch_pos_;     // [n_batch] positions of the batch's tokens
     std::vector<int32_t> batch_seq_;     // [n_batch] their sequences
     std::vector<int32_t> batch_cells_;   // [n_batch] the KV cells they are stored in
+    std::vector<int64_t> batch_pairs_;   // [n_batch] scratch: (sequence, position) pairs
+    std::vector<int32_t> next_pos_;      // [n_seq_max] scratch: each sequence's next position
     std::vector<int32_t> out_rows_;      // [n_batch] tokens whose logits are computed
     std::vector<int32_t> active_counts_; // [n_batch] length of each token's active list
     std::vector<float> logits_;          // [n_out][n_vocab]

@@ -119,18 +119,17 @@ bool shift_context(context& ctx, int32_t seq, int32_t n_keep) {
     return true;
 }
 
-// Decodes tokens of seq from position `from`, in n_batch chunks; a full cache shifts the context
-// when the options allow it.
+// Decodes tokens after the cached ones of the options' sequence, in n_batch chunks; a full cache
+// shifts the context when the options allow it.
 void decode_tokens(context& ctx, const generate_options& o, std::span<const int32_t> tokens,
                    generate_result& result) {
     const auto n_batch = static_cast<size_t>(ctx.options().n_batch);
     for (size_t at = 0; at < tokens.size();) {
         const size_t n = std::min(n_batch, tokens.size() - at);
-        const std::vector<int32_t> seqs(n, o.seq);
         try {
             batch_view b;
             b.tokens = tokens.subspan(at, n);
-            b.seqs = seqs;
+            b.seq = o.seq;
             ctx.decode(b);
         } catch (const error& e) {
             if (e.code() != status::context_full || !o.context_shift ||

@@ -147,38 +147,42 @@ void kv_cache::free_if_empty(cell& c) noexcept {
     if (c.seqs == 0) c = cell{};
 }
 
+int32_t kv_cache::cell_of(int32_t seq, int32_t pos) const noexcept {
+    for (size_t c = 0; c < cells_.size(); ++c)
+        if (cells_[c].pos == pos && (cells_[c].seqs & bit(seq)) != 0)
+            return static_cast<int32_t>(c);
+    return -1;
+}
+
 void kv_cache::place(std::span<const int32_t> seqs, std::span<const int32_t> positions,
                      std::span<const int32_t> tokens, std::span<int32_t> out) {
     const size_t n = positions.size();
-    std::vector<bool> claimed(cells_.size(), false);
-    std::vector<int32_t> shared_with(n, -1); // a shared cell the token's pair leaves
+    // First count, so that a batch that does not fit changes nothing: a token needs a free cell
+    // unless its sequence alone holds its position.
+    size_t needed = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t c = cell_of(seqs[i], positions[i]);
+        needed += c < 0 || cells_[static_cast<size_t>(c)].seqs != bit(seqs[i]);
+    }
+    const size_t free_cells = cells_.size() - static_cast<size_t>(used_cells());
+    if (needed > free_cells)
+        fail(status::context_full, "the KV cache has no free cell for ", needed - free_cells,
+             " of the batch's ", n, " tokens (n_ctx = ", cells_.size(), " cells, ",
+             cells_.size() - free_cells, " in use)");
     size_t next_free = 0;
     for (size_t i = 0; i < n; ++i) {
-        const int32_t s = seqs[i], p = positions[i];
-        out[i] = -1;
-        for (size_t c = 0; c < cells_.size(); ++c) {
-            if (cells_[c].pos != p || (cells_[c].seqs & bit(s)) == 0) continue;
-            if (cells_[c].seqs == bit(s))
-                out[i] = static_cast<int32_t>(c);
-            else
-                shared_with[i] = static_cast<int32_t>(c);
-            break;
-        }
-        if (out[i] < 0) {
-            while (next_free < cells_.size() && (cells_[next_free].pos >= 0 || claimed[next_free]))
+        const int32_t s = seqs[i];
+        const int32_t held = cell_of(s, positions[i]);
+        if (held >= 0 && cells_[static_cast<size_t>(held)].seqs == bit(s)) {
+            out[i] = held;
+        } else {
+            if (held >= 0) cells_[static_cast<size_t>(held)].seqs &= ~bit(s); // shared: leave it
+            while (cells_[next_free].pos >= 0)
                 ++next_free;
-            if (next_free == cells_.size())
-                fail(status::context_full, "the KV cache has no free cell for token ", i,
-                     " of the batch (n_ctx = ", cells_.size(), " cells, ", used_cells(),
-                     " in use)");
             out[i] = static_cast<int32_t>(next_free);
         }
-        claimed[static_cast<size_t>(out[i])] = true;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        if (shared_with[i] >= 0) cells_[static_cast<size_t>(shared_with[i])].seqs &= ~bit(seqs[i]);
-        cells_[static_cast<size_t>(out[i])] = cell{positions[i], tokens[i], bit(seqs[i])};
-        changed_ |= bit(seqs[i]);
+        cells_[static_cast<size_t>(out[i])] = cell{positions[i], tokens[i], bit(s)};
+        changed_ |= bit(s);
     }
     publish();
 }

@@ -96,6 +96,8 @@ class kv_cache {
         return t;
     }
     void check_seq(int32_t seq, const char* what) const;
+    // The cell holding this position of this sequence, -1 when none does.
+    int32_t cell_of(int32_t seq, int32_t pos) const noexcept;
     bool in_range(const cell& c, int32_t seq, int32_t p0, int32_t p1) const noexcept;
     void free_if_empty(cell& c) noexcept;
     void mark_all_changed() noexcept { changed_ = ~0ull; }
