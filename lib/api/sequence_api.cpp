@@ -78,7 +78,7 @@ pi_status pi_kv_seq_keep(pi_context* ctx, pi_seq_id seq) {
 pi_status pi_kv_seq_shift(pi_context* ctx, pi_seq_id seq, int32_t p0, int32_t p1, int32_t delta) {
     return guard([&] {
         require(ctx, "ctx");
-        ctx->impl->shift(seq, p0, p1, delta);
+        ctx->impl->cache().shift(seq, p0, p1, delta);
         return PI_OK;
     });
 }

@@ -97,10 +97,6 @@ void context::truncate(int32_t pos) {
     kv_.remove(-1, pos, -1);
 }
 
-void context::shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
-    kv_.shift(seq, p0, p1, delta);
-}
-
 void context::prepare_batch(const batch_view& batch) {
     const auto n = static_cast<int32_t>(batch.tokens.size());
     if (n <= 0) fail(status::invalid_argument, "the batch is empty");

@@ -75,8 +75,6 @@ class context {
     // The KV cache's sequences and their edits (kv_cache.hpp).
     kv_cache& cache() noexcept { return kv_; }
     const kv_cache& cache() const noexcept { return kv_; }
-    // Shifts positions of a sequence; cheap only between batches.
-    void shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
 
     // The cache of one sequence (-1: all) and, for all, the last batch's logits.
     void save_state(int32_t seq, byte_writer& out) const;

@@ -115,7 +115,7 @@ bool shift_context(context& ctx, int32_t seq, int32_t n_keep) {
     const int32_t discard = (n_past - keep) / 2;
     if (discard <= 0) return false;
     ctx.cache().remove(seq, keep, keep + discard);
-    ctx.shift(seq, keep + discard, n_past, -discard);
+    ctx.cache().shift(seq, keep + discard, n_past, -discard);
     return true;
 }
 

@@ -193,7 +193,7 @@ TEST_CASE("a shift re-rotates the cached keys: positions move, attention sees th
     const int32_t delta = 5, n = static_cast<int32_t>(first.size());
     context shifted(shared_model(), options(1));
     decode_in(shifted, first, 0);
-    shifted.shift(0, 0, -1, delta);
+    shifted.cache().shift(0, 0, -1, delta);
     CHECK(shifted.cache().pos_min(0) == delta);
     CHECK(shifted.cache().pos_max(0) == n - 1 + delta);
     CHECK(shifted.cache().leading_tokens(0).empty()); // position 0 is no longer held
@@ -215,7 +215,7 @@ TEST_CASE("a shift re-rotates the cached keys: positions move, attention sees th
     context ctx(shared_model(), options(1));
     decode_in(ctx, first, 0);
     ctx.cache().remove(0, 1, 3);
-    ctx.shift(0, 3, -1, -2);
+    ctx.cache().shift(0, 3, -1, -2);
     std::vector<int32_t> kept = {first[0]};
     kept.insert(kept.end(), first.begin() + 3, first.end());
     CHECK(ctx.cache().leading_tokens(0) == kept);
@@ -227,7 +227,7 @@ TEST_CASE("shifting a shared sequence leaves the other sequence's positions alon
     decode_in(ctx, first, 0);
     ctx.cache().copy(0, 1, 0, -1);
     ctx.cache().remove(1, 1, 3);
-    ctx.shift(1, 3, -1, -2);
+    ctx.cache().shift(1, 3, -1, -2);
     CHECK(ctx.cache().leading_tokens(0) == first);
     CHECK(ctx.cache().pos_max(1) == static_cast<int32_t>(first.size()) - 3);
     // The copies made to unshare the moved cells take free cells.
@@ -239,7 +239,7 @@ TEST_CASE("shifting a shared sequence leaves the other sequence's positions alon
     extended.push_back(395);
     const std::vector<float> want = alone(extended);
     CHECK(max_abs_diff(original, want) <= 1e-5f * max_abs(want));
-    CHECK_THROWS_AS(ctx.shift(1, 0, 1, 2), error); // would collide with position 2
+    CHECK_THROWS_AS(ctx.cache().shift(1, 0, 1, 2), error); // would collide with position 2
 }
 
 TEST_CASE("a batch that does not fit leaves the cache as it was") {

@@ -321,7 +321,7 @@ TEST_CASE("sequences, a shift and saved state work with the KV cache on the devi
         CHECK(max_diff(std::vector<float>(l1.begin(), l1.end()), want1) <= 1e-4f * max_abs(want1));
 
         // Shifting sequence 1 by +3 and decoding at +3 matches a run decoded there directly.
-        ctx.shift(1, 0, -1, 3);
+        ctx.cache().shift(1, 0, -1, 3);
         const int32_t next[1] = {261}, at[1] = {static_cast<int32_t>(other.size()) + 3},
                       seq1[1] = {1};
         batch_view step;
