@@ -95,9 +95,7 @@ pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_par
     return guard([&] {
         require(ctx, "ctx");
         require(prompt, "prompt");
-        if (result && (result->struct_size < sizeof(size_t) || result->struct_size > (1u << 20)))
-            fail(status::invalid_argument, "result->struct_size is ", result->struct_size,
-                 "; set it to sizeof(pi_generate_result)");
+        if (result) api::checked_struct_size(result->struct_size, "pi_generate_result");
         const pi_generate_params p =
             api::read_params(params, pi_generate_default_params(), "pi_generate_params");
         if (p.n_stop > 0 && !p.stop)

@@ -26,13 +26,19 @@ struct pi_sampler {
 
 namespace pi::api {
 
+// A caller's struct_size: at least the field itself, at most 1 MiB (anything else is garbage).
+inline size_t checked_struct_size(size_t size, const char* name) {
+    if (size < sizeof(size_t) || size > (size_t(1) << 20))
+        fail(status::invalid_argument, name, ".struct_size is ", size, "; set it to sizeof(", name,
+             ")");
+    return size;
+}
+
 // Reads a caller's parameter struct, honouring struct_size: fields the caller's (older) header
 // did not have keep their defaults. Rejects a size smaller than the first field.
 template <typename T> T read_params(const T* given, T defaults, const char* name) {
     if (!given) return defaults;
-    const size_t size = given->struct_size;
-    if (size < sizeof(size_t) || size > (size_t(1) << 20))
-        fail(status::invalid_argument, name, ".struct_size is ", size, "; set it to sizeof(", name, ")");
+    const size_t size = checked_struct_size(given->struct_size, name);
     const size_t n = size < sizeof(T) ? size : sizeof(T);
     std::memcpy(static_cast<void*>(&defaults), given, n);
     defaults.struct_size = sizeof(T);
@@ -43,8 +49,7 @@ template <typename T> T read_params(const T* given, T defaults, const char* name
 // them for a struct newer than this library) and sets its struct_size to `size`.
 template <typename T> void fill_defaults(T* out, size_t size, const T& defaults, const char* name) {
     if (!out) fail(status::invalid_argument, "argument 'params' is NULL");
-    if (size < sizeof(size_t) || size > (size_t(1) << 20))
-        fail(status::invalid_argument, "struct_size ", size, " is not a size of ", name);
+    checked_struct_size(size, name);
     std::memset(static_cast<void*>(out), 0, size);
     std::memcpy(static_cast<void*>(out), &defaults, size < sizeof(T) ? size : sizeof(T));
     out->struct_size = size;
@@ -53,9 +58,7 @@ template <typename T> void fill_defaults(T* out, size_t size, const T& defaults,
 // Writes an output struct into a caller's, honouring struct_size: a caller built against an
 // older header gets the prefix its struct has; its struct_size stays as it set it.
 template <typename T> void write_output(T* out, const T& full, const char* name) {
-    const size_t size = out->struct_size;
-    if (size < sizeof(size_t) || size > (size_t(1) << 20))
-        fail(status::invalid_argument, name, ".struct_size is ", size, "; set it to sizeof(", name, ")");
+    const size_t size = checked_struct_size(out->struct_size, name);
     const size_t n = size < sizeof(T) ? size : sizeof(T);
     std::memcpy(static_cast<void*>(out), &full, n);
     out->struct_size = size;
