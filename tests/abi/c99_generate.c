@@ -7,19 +7,7 @@
  */
 #include <powerinfer.h>
 
-#include <stdio.h>
-#include <string.h>
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; pi_last_error: \"%s\"\n", __FILE__,          \
-                    __LINE__, #cond, pi_last_error());                                             \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "abi_checks.h"
 
 /* A rejected argument is PI_ERR_INVALID_ARGUMENT with a message. */
 #define CHECK_INVALID(call)                                                                        \
@@ -111,21 +99,6 @@ static void check_bad_arguments(void) {
 }
 
 /* ---------------------------------------------------------------- with a model */
-
-typedef struct text_buffer {
-    char text[4096];
-    size_t len;
-    int stop_after_first; /* return 0 from the first callback */
-} text_buffer;
-
-static int collect(const char* text, size_t len, void* user_data) {
-    text_buffer* buffer = (text_buffer*)user_data;
-    if (len > sizeof buffer->text - 1 - buffer->len) len = sizeof buffer->text - 1 - buffer->len;
-    memcpy(buffer->text + buffer->len, text, len);
-    buffer->len += len;
-    buffer->text[buffer->len] = '\0';
-    return !buffer->stop_after_first;
-}
 
 static pi_status generate(pi_context* ctx, text_buffer* buffer, pi_generate_result* result) {
     pi_generate_params params = pi_generate_default_params();

@@ -8,33 +8,7 @@
  */
 #include "frozen/powerinfer-0.1.0.h"
 
-#include <stdio.h>
-#include <string.h>
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; pi_last_error: \"%s\"\n", __FILE__,          \
-                    __LINE__, #cond, pi_last_error());                                             \
-            ++failures;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-typedef struct text_buffer {
-    char text[2048];
-    size_t len;
-} text_buffer;
-
-static int collect(const char* text, size_t len, void* user_data) {
-    text_buffer* buffer = (text_buffer*)user_data;
-    if (len > sizeof buffer->text - 1 - buffer->len) len = sizeof buffer->text - 1 - buffer->len;
-    memcpy(buffer->text + buffer->len, text, len);
-    buffer->len += len;
-    buffer->text[buffer->len] = '\0';
-    return 1;
-}
+#include "abi_checks.h"
 
 /* 0.1's contract: pi_generate starts from the prompt whatever the context holds. */
 static void greedy(pi_context* ctx, const char* prompt, text_buffer* out, pi_generate_result* r) {
