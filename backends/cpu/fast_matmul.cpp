@@ -160,32 +160,12 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
     const quant_acts xq = quant ? prepare_activations(c, wr[0].type, x) : quant_acts{};
     for (int m = 0; m < n_mat; ++m)
         zero_rows(c, y[m]);
-    if (x.ne1 == 1) {
-        const int64_t n = count.row<const int32_t>(0)[0];
-        const int32_t* list = idx.row<const int32_t>(0);
-        // Few, long chunks: each chunk starts its scattered rows cold. The matrices' lists one
-        // after the other, in one parallel pass.
-        const int64_t chunk =
-            chunk_size(c, n_mat * n, rows_for(w[0], decode_task_bytes), n_mat * n, 8, 2);
-        parallel_chunks(c, n_mat * n, chunk, [&](int64_t e0, int64_t e1) {
-            for (int m = 0; m < n_mat; ++m) {
-                const int64_t k0 = std::max(e0, m * n) - m * n;
-                const int64_t k1 = std::min(e1, (m + 1) * n) - m * n;
-                if (k0 >= k1) continue;
-                if (quant)
-                    k.mul_rows_q(wr[m], list + k0, k1 - k0, xq, y[m].row<float>(0));
-                else
-                    k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(0),
-                               y[m].row<float>(0));
-            }
-        });
-        return PIB_OK;
-    }
     if (x.ne1 <= few_tokens) {
         // Each token's lists through the decode kernel, the tokens one after the other: for a
         // few tokens, gathering the lists by neuron costs more than the rows they share save.
+        // Few, long chunks: each chunk starts its scattered rows cold.
         const int32_t* counts = count.row<const int32_t>(0);
-        // Where token t's entries begin: the tokens' lists one after the other.
+        // Where token t's entries begin: the tokens' lists, each matrix's after the other.
         int64_t start[few_tokens + 1] = {};
         for (int64_t t = 0; t < x.ne1; ++t)
             start[t + 1] = start[t] + n_mat * counts[t];
@@ -195,14 +175,16 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
             for (int64_t t = 0; t < x.ne1; ++t) {
                 const int64_t n = counts[t];
                 const int32_t* list = idx.row<const int32_t>(t);
-                const quant_acts xt{xq.data + t * quant_block_bytes * xq.stride, xq.stride};
                 for (int m = 0; m < n_mat; ++m) {
                     const int64_t base = start[t] + m * n;
                     const int64_t k0 = std::max(e0, base) - base;
                     const int64_t k1 = std::min(e1, base + n) - base;
                     if (k0 >= k1) continue;
                     if (quant)
-                        k.mul_rows_q(wr[m], list + k0, k1 - k0, xt, y[m].row<float>(t));
+                        k.mul_rows_q(
+                            wr[m], list + k0, k1 - k0,
+                            quant_acts{xq.data + t * quant_block_bytes * xq.stride, xq.stride},
+                            y[m].row<float>(t));
                     else
                         k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(t),
                                    y[m].row<float>(t));
