@@ -17,6 +17,7 @@ from ._generation import (
     TokenStream,
     collect,
     generation_options,
+    options_of,
 )
 from ._sampling import Sampler, seed_value
 
@@ -231,21 +232,8 @@ class Context:
             InvalidArgumentError: a bad argument (a malformed grammar names its line and
                 column; a sequence id outside ``[0, n_seq_max)``), or the context is busy.
         """
-        options = generation_options(
-            max_tokens, temperature, top_k, top_p, stop, seed, add_bos=add_bos, min_p=min_p,
-            typical_p=typical_p, repeat_penalty=repeat_penalty, penalty_last_n=penalty_last_n,
-            repeat_last_n=repeat_last_n, frequency_penalty=frequency_penalty,
-            presence_penalty=presence_penalty, dry_multiplier=dry_multiplier,
-            dry_base=dry_base, dry_allowed_length=dry_allowed_length,
-            dry_penalty_last_n=dry_penalty_last_n, dry_sequence_breakers=dry_sequence_breakers,
-            xtc_probability=xtc_probability, xtc_threshold=xtc_threshold,
-            mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau, mirostat_eta=mirostat_eta,
-            dynatemp_range=dynatemp_range, dynatemp_exponent=dynatemp_exponent,
-            min_keep=min_keep, logit_bias=logit_bias, grammar=grammar, json_schema=json_schema,
-            samplers=samplers, sampler=sampler, reuse_cache=reuse_cache,
-            context_shift=context_shift, n_keep=n_keep, seq_id=seq_id,
-            parse_special=parse_special, n_probs=n_probs,
-        )
+        # First, while the locals are the arguments.
+        options = options_of(locals())
         if on_token is not None and not callable(on_token):
             raise TypeError("on_token must be callable")
         impl = self._start(prompt, options, capacity=0, token_events=on_token is not None)

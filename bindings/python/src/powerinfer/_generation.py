@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _powerinfer
 from ._errors import InvalidArgumentError
-from ._sampling import LLAMA_CPP_DEFAULTS, Sampler, chain_fields, last_n, seed_value
+from ._sampling import LLAMA_CPP_DEFAULTS, Sampler, chain_fields, chain_settings, seed_value
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -118,16 +118,8 @@ def generation_options(
 ) -> dict[str, Any]:
     """The keyword arguments of ``_Context.start`` (but prompt and capacity) for the arguments
     of :meth:`Context.generate`."""
-    settings = dict(
-        temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, typical_p=typical_p,
-        dynatemp_range=dynatemp_range, dynatemp_exponent=dynatemp_exponent,
-        repeat_penalty=repeat_penalty, penalty_last_n=last_n(penalty_last_n, repeat_last_n),
-        frequency_penalty=frequency_penalty, presence_penalty=presence_penalty,
-        dry_multiplier=dry_multiplier, dry_base=dry_base, dry_allowed_length=dry_allowed_length,
-        dry_penalty_last_n=dry_penalty_last_n, xtc_probability=xtc_probability,
-        xtc_threshold=xtc_threshold, mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau,
-        mirostat_eta=mirostat_eta, min_keep=min_keep,
-    )
+    # First, while the locals are the arguments.
+    settings = chain_settings(locals())
     fields = chain_fields(
         settings, logit_bias=logit_bias, grammar=grammar, json_schema=json_schema,
         samplers=samplers, dry_sequence_breakers=dry_sequence_breakers,
@@ -154,6 +146,12 @@ def generation_options(
 
 
 _OPTIONS = inspect.signature(generation_options)
+
+
+def options_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`generation_options` for the arguments of a call with its parameters (e.g.
+    :meth:`Context.generate`'s locals), so that the caller does not list them again."""
+    return generation_options(**{name: arguments[name] for name in _OPTIONS.parameters})
 
 
 def chat_defaults(kwargs: dict[str, Any]) -> dict[str, Any]:

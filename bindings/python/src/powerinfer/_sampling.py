@@ -130,6 +130,16 @@ def _logit_bias(bias: Mapping[Union[int, str], float]) -> list[tuple[int, float]
     return out
 
 
+def chain_settings(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The numeric chain settings (:data:`LLAMA_CPP_DEFAULTS`' names) among a call's arguments,
+    ``penalty_last_n`` and its alias ``repeat_last_n`` made one: what :func:`chain_fields`
+    takes. The callers keep explicit keyword signatures for their users; a test holds their
+    names and defaults to this table."""
+    settings = {name: arguments[name] for name in LLAMA_CPP_DEFAULTS}
+    settings["penalty_last_n"] = last_n(arguments["penalty_last_n"], arguments["repeat_last_n"])
+    return settings
+
+
 def json_schema_text(schema: Union[str, Mapping[str, Any], None]) -> Optional[str]:
     """A JSON schema as the library takes it: text."""
     if schema is None or isinstance(schema, str):
@@ -242,18 +252,8 @@ class Sampler:
         samplers: Optional[Sequence[str]] = None,
         seed: Optional[int] = None,
     ) -> None:
-        settings = dict(
-            temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            typical_p=typical_p, dynatemp_range=dynatemp_range,
-            dynatemp_exponent=dynatemp_exponent, repeat_penalty=repeat_penalty,
-            penalty_last_n=last_n(penalty_last_n, repeat_last_n),
-            frequency_penalty=frequency_penalty, presence_penalty=presence_penalty,
-            dry_multiplier=dry_multiplier, dry_base=dry_base,
-            dry_allowed_length=dry_allowed_length, dry_penalty_last_n=dry_penalty_last_n,
-            xtc_probability=xtc_probability, xtc_threshold=xtc_threshold,
-            mirostat_mode=mirostat_mode, mirostat_tau=mirostat_tau, mirostat_eta=mirostat_eta,
-            min_keep=min_keep,
-        )
+        # First, while the locals are the arguments.
+        settings = chain_settings(locals())
         fields = chain_fields(
             settings, logit_bias=logit_bias, grammar=grammar, json_schema=json_schema,
             samplers=samplers, dry_sequence_breakers=dry_sequence_breakers, seed=seed,
