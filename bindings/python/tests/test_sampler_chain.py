@@ -195,7 +195,9 @@ def test_a_sampler_object_drives_generation_and_is_busy_meanwhile(
     s = powerinfer.Sampler.create_for_model(model, temperature=0)
     greedy = ctx.generate(PROMPT, max_tokens=10, temperature=0, reuse_cache=False)
     assert ctx.generate(PROMPT, max_tokens=10, sampler=s, reuse_cache=False) == greedy
-    with ctx.stream(PROMPT, max_tokens=10, sampler=s, reuse_cache=False) as stream:
+    # More tokens than a stream runs ahead of its reader: the worker, and so the sampler, is
+    # still busy when the sampler is used below (10 could all be made by then).
+    with ctx.stream(PROMPT, max_tokens=64, sampler=s, reuse_cache=False) as stream:
         with pytest.raises(powerinfer.InvalidArgumentError, match="in use"):
             s.sample(np.zeros(model.n_vocab, dtype=np.float32))
         list(stream)
