@@ -28,10 +28,7 @@ pi_context_params context_defaults() {
 extern "C" {
 
 pi_status pi_context_params_init(pi_context_params* params, size_t struct_size) {
-    return guard([&] {
-        api::fill_defaults(params, struct_size, context_defaults(), "pi_context_params");
-        return PI_OK;
-    });
+    return api::init_params(params, struct_size, context_defaults(), "pi_context_params");
 }
 
 pi_status pi_context_create(pi_model* model, const pi_context_params* params,

@@ -84,10 +84,7 @@ pi_generate_params generate_defaults() {
 extern "C" {
 
 pi_status pi_generate_params_init(pi_generate_params* params, size_t struct_size) {
-    return guard([&] {
-        api::fill_defaults(params, struct_size, generate_defaults(), "pi_generate_params");
-        return PI_OK;
-    });
+    return api::init_params(params, struct_size, generate_defaults(), "pi_generate_params");
 }
 
 pi_status pi_generate(pi_context* ctx, const char* prompt, const pi_generate_params* params,

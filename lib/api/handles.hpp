@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "api/api_support.hpp"
 #include "engine/context.hpp"
 #include "engine/offload.hpp"
 #include "model/model.hpp"
@@ -53,6 +54,15 @@ template <typename T> void fill_defaults(T* out, size_t size, const T& defaults,
     std::memset(static_cast<void*>(out), 0, size);
     std::memcpy(static_cast<void*>(out), &defaults, size < sizeof(T) ? size : sizeof(T));
     out->struct_size = size;
+}
+
+// The body of every pi_*_params_init: fill_defaults behind guard().
+template <typename T>
+pi_status init_params(T* params, size_t size, const T& defaults, const char* name) noexcept {
+    return guard([&] {
+        fill_defaults(params, size, defaults, name);
+        return PI_OK;
+    });
 }
 
 // Writes an output struct into a caller's, honouring struct_size: a caller built against an

@@ -34,10 +34,7 @@ pi_model_params model_defaults() {
 extern "C" {
 
 pi_status pi_model_params_init(pi_model_params* params, size_t struct_size) {
-    return guard([&] {
-        api::fill_defaults(params, struct_size, model_defaults(), "pi_model_params");
-        return PI_OK;
-    });
+    return api::init_params(params, struct_size, model_defaults(), "pi_model_params");
 }
 
 pi_status pi_model_load(const char* path, const pi_model_params* params, pi_model** out_model) {

@@ -23,10 +23,7 @@ pi_quantize_params quantize_defaults() {
 extern "C" {
 
 pi_status pi_quantize_params_init(pi_quantize_params* params, size_t struct_size) {
-    return guard([&] {
-        api::fill_defaults(params, struct_size, quantize_defaults(), "pi_quantize_params");
-        return PI_OK;
-    });
+    return api::init_params(params, struct_size, quantize_defaults(), "pi_quantize_params");
 }
 
 pi_status pi_model_quantize(const char* in_path, const char* out_path,

@@ -35,10 +35,7 @@ pi_synth_params synth_defaults() {
 extern "C" {
 
 pi_status pi_synth_params_init(pi_synth_params* params, size_t struct_size) {
-    return guard([&] {
-        api::fill_defaults(params, struct_size, synth_defaults(), "pi_synth_params");
-        return PI_OK;
-    });
+    return api::init_params(params, struct_size, synth_defaults(), "pi_synth_params");
 }
 
 pi_status pi_synth_model_write(const pi_synth_params* params, const char* out_path) {
