@@ -115,15 +115,12 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
     j.integer(m.file_size);
     j.key("n_params");
     j.integer(m.n_params);
-    for (const auto& [name, value] : {std::pair{"n_layer", m.n_layer},
-                                      {"n_embd", m.n_embd},
-                                      {"n_head", m.n_head},
-                                      {"n_head_kv", m.n_head_kv},
-                                      {"n_ff", m.n_ff},
-                                      {"n_vocab", m.n_vocab}}) {
-        j.key(name);
-        j.integer(static_cast<uint64_t>(value));
-    }
+    json_integers(j, {{"n_layer", m.n_layer},
+                      {"n_embd", m.n_embd},
+                      {"n_head", m.n_head},
+                      {"n_head_kv", m.n_head_kv},
+                      {"n_ff", m.n_ff},
+                      {"n_vocab", m.n_vocab}});
     j.end_object();
     j.key("mode");
     j.string(mode_name(run.run_mode));
@@ -166,14 +163,10 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
         j.begin_object();
         j.key("device");
         j.string(f.device);
-        for (const auto& [name, value] :
-             {std::pair<const char*, uint64_t>{"bytes", f.bytes},
-              {"attn_layers", static_cast<uint64_t>(f.attn_layers)},
-              {"predictor_layers", static_cast<uint64_t>(f.predictor_layers)},
-              {"kv_n_ctx", static_cast<uint64_t>(f.kv_n_ctx)}}) {
-            j.key(name);
-            j.integer(value);
-        }
+        json_integers(j, {{"bytes", f.bytes},
+                          {"attn_layers", f.attn_layers},
+                          {"predictor_layers", f.predictor_layers},
+                          {"kv_n_ctx", f.kv_n_ctx}});
         j.key("output");
         j.boolean(f.output);
         json_number_or_null(j, "hot_fraction", f.hot_fraction);
@@ -302,17 +295,14 @@ void print_json(const report& r, std::FILE* out) {
     j.string(r.load_before);
     j.key("settings");
     j.begin_object();
-    for (const auto& [name, value] : {std::pair{"n_prompt", r.opts.n_prompt},
-                                      {"n_gen", r.opts.n_gen},
-                                      {"repetitions", r.opts.repetitions},
-                                      {"warmup", r.opts.warmup},
-                                      {"threads", r.opts.threads},
-                                      {"n_ctx", r.opts.n_ctx},
-                                      {"parallel", r.opts.parallel},
-                                      {"chat_turns", r.opts.chat_turns}}) {
-        j.key(name);
-        j.integer(static_cast<uint64_t>(value));
-    }
+    json_integers(j, {{"n_prompt", r.opts.n_prompt},
+                      {"n_gen", r.opts.n_gen},
+                      {"repetitions", r.opts.repetitions},
+                      {"warmup", r.opts.warmup},
+                      {"threads", r.opts.threads},
+                      {"n_ctx", r.opts.n_ctx},
+                      {"parallel", r.opts.parallel},
+                      {"chat_turns", r.opts.chat_turns}});
     j.end_object();
     j.key("bandwidth");
     if (r.bandwidth) {

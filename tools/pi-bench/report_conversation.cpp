@@ -45,8 +45,7 @@ void markdown_chat_turns(const report& r, std::FILE* out) {
             const double depth = t.depth_tokens_per_second.median;
             std::fprintf(
                 out, "| %d | %d | %d | %d | %s | %s | %d | %s | %s | %s | %s |\n", t.turn,
-                t.prompt_tokens, t.cached_tokens, t.new_tokens(),
-                (fixed(ms, 2) + " ± " + fixed(t.prompt_ms.stddev, 2)).c_str(),
+                t.prompt_tokens, t.cached_tokens, t.new_tokens(), speed(t.prompt_ms).c_str(),
                 fixed(ms > 0 ? 1e3 * t.new_tokens() / ms : NAN, 1).c_str(), t.generated_tokens,
                 speed(t.decode_tokens_per_second).c_str(),
                 fixed(t.decode_bytes_per_token / 1e6, 1).c_str(),
@@ -61,12 +60,8 @@ void json_conversation(json_writer& j, const run_result& run) {
     if (run.parallel) {
         const parallel_result& p = *run.parallel;
         j.begin_object();
-        for (const auto& [name, value] : {std::pair{"n_sequences", p.n_sequences},
-                                          {"n_prompt", p.n_prompt},
-                                          {"n_gen", p.n_gen}}) {
-            j.key(name);
-            j.integer(static_cast<uint64_t>(value));
-        }
+        json_integers(
+            j, {{"n_sequences", p.n_sequences}, {"n_prompt", p.n_prompt}, {"n_gen", p.n_gen}});
         j.key("aggregate_tokens_per_second");
         json_summary(j, p.aggregate_tokens_per_second);
         j.key("single_tokens_per_second");
@@ -81,14 +76,11 @@ void json_conversation(json_writer& j, const run_result& run) {
     j.begin_array();
     for (const chat_turn_result& t : run.chat_turns) {
         j.begin_object();
-        for (const auto& [name, value] : {std::pair{"turn", t.turn},
-                                          {"prompt_tokens", t.prompt_tokens},
-                                          {"cached_tokens", t.cached_tokens},
-                                          {"new_tokens", t.new_tokens()},
-                                          {"generated_tokens", t.generated_tokens}}) {
-            j.key(name);
-            j.integer(static_cast<uint64_t>(value));
-        }
+        json_integers(j, {{"turn", t.turn},
+                          {"prompt_tokens", t.prompt_tokens},
+                          {"cached_tokens", t.cached_tokens},
+                          {"new_tokens", t.new_tokens()},
+                          {"generated_tokens", t.generated_tokens}});
         j.key("prompt_ms");
         json_summary(j, t.prompt_ms);
         j.key("decode_tokens_per_second");

@@ -58,4 +58,11 @@ void json_summary(json_writer& j, const summary& s) {
     j.end_object();
 }
 
+void json_integers(json_writer& j, std::initializer_list<std::pair<const char*, uint64_t>> fields) {
+    for (const auto& [name, value] : fields) {
+        j.key(name);
+        j.integer(value);
+    }
+}
+
 } // namespace pi::bench

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "json.hpp"
 #include "runner.hpp"
@@ -23,5 +26,7 @@ std::string speed(const summary& s);
 std::string model_cell(const model_facts& m);
 // Median, mean, stddev, min, max and the samples as one JSON object.
 void json_summary(json_writer& j, const summary& s);
+// Each name as a key with its integer value, in order.
+void json_integers(json_writer& j, std::initializer_list<std::pair<const char*, uint64_t>> fields);
 
 } // namespace pi::bench
