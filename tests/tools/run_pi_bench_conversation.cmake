@@ -13,12 +13,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pi-bench failed (${rc}): ${stderr}")
 endif()
 
-macro(json_get out)
-  string(JSON ${out} ERROR_VARIABLE json_error GET "${json}" ${ARGN})
-  if(json_error)
-    message(FATAL_ERROR "pi-bench --json: ${json_error}\n${json}")
-  endif()
-endmacro()
+include(${CMAKE_CURRENT_LIST_DIR}/pi_bench_json.cmake)
 
 json_get(n_sequences runs 0 parallel n_sequences)
 json_get(aggregate runs 0 parallel aggregate_tokens_per_second median)
