@@ -20,16 +20,30 @@ std::string_view trimmed(std::string_view s) noexcept {
     return s;
 }
 
-std::string chatml(std::span<const chat_message> messages, bool add_assistant) {
+// The formats that open each turn with a tag around the role and close it with an end tag; the
+// assistant's opening is the same tag around "assistant".
+struct role_tags {
+    std::string_view open;
+    std::string_view after_role;
+    std::string_view end;
+    bool trim; // content with its surrounding whitespace removed
+};
+
+std::string role_tagged(const role_tags& tags, std::span<const chat_message> messages,
+                        bool add_assistant) {
     std::string out;
     for (const chat_message& m : messages) {
-        out += "<|im_start|>";
+        out += tags.open;
         out += m.role;
-        out += '\n';
-        out += m.content;
-        out += "<|im_end|>\n";
+        out += tags.after_role;
+        out += tags.trim ? trimmed(m.content) : m.content;
+        out += tags.end;
     }
-    if (add_assistant) out += "<|im_start|>assistant\n";
+    if (add_assistant) {
+        out += tags.open;
+        out += "assistant";
+        out += tags.after_role;
+    }
     return out;
 }
 
@@ -123,19 +137,6 @@ std::string mistral_v7(chat_format f, std::span<const chat_message> messages) {
     return out;
 }
 
-std::string zephyr(std::span<const chat_message> messages, bool add_assistant) {
-    std::string out;
-    for (const chat_message& m : messages) {
-        out += "<|";
-        out += m.role;
-        out += "|>\n";
-        out += m.content;
-        out += "<|endoftext|>\n";
-    }
-    if (add_assistant) out += "<|assistant|>\n";
-    return out;
-}
-
 // Roles other than system, user and assistant are left out.
 std::string vicuna(chat_format f, std::span<const chat_message> messages, bool add_assistant) {
     std::string out;
@@ -163,25 +164,12 @@ std::string vicuna(chat_format f, std::span<const chat_message> messages, bool a
     return out;
 }
 
-std::string llama3(std::span<const chat_message> messages, bool add_assistant) {
-    std::string out;
-    for (const chat_message& m : messages) {
-        out += "<|start_header_id|>";
-        out += m.role;
-        out += "<|end_header_id|>\n\n";
-        out += trimmed(m.content);
-        out += "<|eot_id|>";
-    }
-    if (add_assistant) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    return out;
-}
-
 } // namespace
 
 std::string render_chat(chat_format f, std::span<const chat_message> messages, bool add_assistant) {
     switch (f) {
     case chat_format::chatml:
-        return chatml(messages, add_assistant);
+        return role_tagged({"<|im_start|>", "\n", "<|im_end|>\n", false}, messages, add_assistant);
     case chat_format::llama2:
     case chat_format::llama2_sys:
     case chat_format::llama2_sys_bos:
@@ -195,12 +183,13 @@ std::string render_chat(chat_format f, std::span<const chat_message> messages, b
     case chat_format::mistral_v7_tekken:
         return mistral_v7(f, messages);
     case chat_format::zephyr:
-        return zephyr(messages, add_assistant);
+        return role_tagged({"<|", "|>\n", "<|endoftext|>\n", false}, messages, add_assistant);
     case chat_format::vicuna:
     case chat_format::vicuna_orca:
         return vicuna(f, messages, add_assistant);
     case chat_format::llama3:
-        return llama3(messages, add_assistant);
+        return role_tagged({"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>", true},
+                           messages, add_assistant);
     }
     return {};
 }
