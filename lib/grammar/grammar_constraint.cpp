@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,15 +103,20 @@ class grammar_constraint final : public token_constraint {
 
     void apply(candidate_list& candidates) const override {
         constexpr float forbidden = -std::numeric_limits<float>::infinity();
-        const bool end_allowed = may_end();
-        std::vector<token_text> texts;
-        std::vector<uint32_t> items;      // indices into texts
-        std::vector<size_t> candidate_of; // texts index -> candidates index
-        std::vector<utf8_text> continued; // decodings that continue the pending code point
-        const bool pending = matcher_.partial().pending();
         for (const token_candidate& cand : candidates.tokens)
             (void)kind_of(cand.id); // a bad id throws before any logit changes
-        for (size_t c = 0; c < candidates.tokens.size(); ++c) {
+        const bool end_allowed = may_end();
+        const bool pending = matcher_.partial().pending();
+        const size_t n = candidates.tokens.size();
+        std::vector<token_text> texts;
+        std::vector<size_t> candidate_of; // texts index -> candidates index
+        texts.reserve(n);
+        candidate_of.reserve(n);
+        // Decodings that continue the pending code point; reserved so that texts may point
+        // into them.
+        std::vector<utf8_text> continued;
+        if (pending) continued.reserve(n);
+        for (size_t c = 0; c < n; ++c) {
             token_candidate& cand = candidates.tokens[c];
             const token_kind k = kind_of(cand.id);
             if (k == token_kind::end_of_generation) {
@@ -121,27 +127,24 @@ class grammar_constraint final : public token_constraint {
                 cand.logit = forbidden;
                 continue;
             }
-            token_text t;
             if (pending) {
-                utf8_text d = decode_utf8(pieces_[cand.id], matcher_.partial());
+                const utf8_text& d =
+                    continued.emplace_back(decode_utf8(pieces_[cand.id], matcher_.partial()));
                 if (!d.valid) {
                     cand.logit = forbidden;
+                    continued.pop_back();
                     continue;
                 }
-                continued.push_back(std::move(d));
+                texts.push_back(
+                    {d.code_points.data(), static_cast<uint32_t>(d.code_points.size()), d.tail});
             } else {
-                t.code_points = code_points_.data() + offsets_[cand.id];
-                t.size = offsets_[cand.id + 1] - offsets_[cand.id];
-                t.tail = tails_[cand.id];
+                texts.push_back({code_points_.data() + offsets_[cand.id],
+                                 offsets_[cand.id + 1] - offsets_[cand.id], tails_[cand.id]});
             }
-            items.push_back(static_cast<uint32_t>(texts.size()));
-            texts.push_back(t);
             candidate_of.push_back(c);
         }
-        // `continued` no longer grows, so pointers into it stay valid.
-        for (size_t i = 0; i < continued.size(); ++i)
-            texts[i] = {continued[i].code_points.data(),
-                        static_cast<uint32_t>(continued[i].code_points.size()), continued[i].tail};
+        std::vector<uint32_t> items(texts.size()); // indices into texts
+        std::iota(items.begin(), items.end(), 0u);
         const candidate_filter filter(*grammar_, texts);
         for (const uint32_t i : filter.rejected(matcher_.stacks(), std::move(items), 0))
             candidates.tokens[candidate_of[i]].logit = forbidden;
