@@ -17,17 +17,22 @@ std::vector<text_fragment> split_at_special_tokens(const vocab_tables& t, std::s
     std::vector<text_fragment> next;
     for (const int32_t id : t.special_by_length) {
         const std::string_view special = t.v.text[id];
-        next.clear();
+        // Most special tokens are in no fragment: the list is rebuilt only from the first
+        // fragment that holds this one.
         bool found = false;
-        for (const text_fragment& f : fragments) {
-            if (f.token >= 0) {
-                next.push_back(f);
+        for (size_t k = 0; k < fragments.size(); ++k) {
+            const text_fragment& f = fragments[k];
+            size_t at = f.token >= 0 ? std::string_view::npos : f.text.find(special);
+            if (at == std::string_view::npos) {
+                if (found) next.push_back(f);
                 continue;
             }
-            std::string_view rest = f.text;
-            for (size_t at = rest.find(special); at != std::string_view::npos;
-                 at = rest.find(special)) {
+            if (!found) {
+                next.assign(fragments.begin(), fragments.begin() + static_cast<ptrdiff_t>(k));
                 found = true;
+            }
+            std::string_view rest = f.text;
+            for (; at != std::string_view::npos; at = rest.find(special)) {
                 if (at > 0) next.push_back({-1, rest.substr(0, at)});
                 next.push_back({id, rest.substr(at, special.size())});
                 rest.remove_prefix(at + special.size());
