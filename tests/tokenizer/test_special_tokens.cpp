@@ -83,6 +83,13 @@ TEST_CASE("a longer special token wins over a shorter one inside it") {
     CHECK(t->encode("<|im<|im_start|>", false, true) == ids{im, im_start});
 }
 
+TEST_CASE("a shorter special token found after longer ones keeps the fragments before it") {
+    const auto t = pi::tokenizer::from_vocab(chat_vocab());
+    CHECK(t->encode("<|im_start|>ab</s><s>", false, true) == ids{im_start, space_ab, eos, bos});
+    CHECK(t->encode("<|im_end|>a<|im_start|>ab</s>", false, true) ==
+          ids{im_end, space_a, im_start, space_ab, eos});
+}
+
 TEST_CASE("the end-of-turn token is found by its text when the vocabulary names none") {
     const auto t = pi::tokenizer::from_vocab(chat_vocab());
     CHECK(t->vocabulary().eot == im_end);
