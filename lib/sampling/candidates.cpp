@@ -29,6 +29,13 @@ void sort_by_logit(candidate_list& list) {
     list.sorted = true;
 }
 
+void sort_head(candidate_list& list, size_t n) {
+    if (list.sorted) return;
+    std::partial_sort(list.tokens.begin(), list.tokens.begin() + static_cast<std::ptrdiff_t>(n),
+                      list.tokens.end(), logit_order);
+    list.sorted = n == list.tokens.size();
+}
+
 void normalize(candidate_list& list) {
     if (list.tokens.empty()) return;
     float max_logit = list.tokens.front().logit;

@@ -14,6 +14,9 @@ void fill_candidates(candidate_list& list, std::span<const float> logits);
 // Largest logit first; equal logits by smaller id, so every order is deterministic.
 bool logit_order(const token_candidate& a, const token_candidate& b);
 void sort_by_logit(candidate_list& list);
+// Puts the n largest first, in logit order, leaving the rest unordered (no-op on a sorted list);
+// cheaper than a full sort when a stage only needs the head.
+void sort_head(candidate_list& list, size_t n);
 
 // Sets p to the softmax of the logits (relative to the largest, summed in double precision),
 // leaving the order alone.

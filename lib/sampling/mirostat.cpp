@@ -24,11 +24,7 @@ mirostat_pick mirostat_v1(candidate_list& list, int32_t n_vocab, float tau, floa
     normalize(list);
     // Only the m most likely need to be in order.
     const size_t n = std::min(static_cast<size_t>(m), list.tokens.size());
-    if (!list.sorted) {
-        std::partial_sort(list.tokens.begin(), list.tokens.begin() + static_cast<std::ptrdiff_t>(n),
-                          list.tokens.end(), logit_order);
-        list.sorted = n == list.tokens.size();
-    }
+    sort_head(list, n);
     double sum_tb = 0.0, sum_tt = 0.0;
     for (size_t i = 0; i + 1 < n; ++i) {
         const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));

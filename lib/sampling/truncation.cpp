@@ -12,13 +12,9 @@ namespace pi {
 void top_k(candidate_list& list, int32_t k, int32_t min_keep) {
     if (k <= 0) return;
     const size_t keep = std::min(static_cast<size_t>(std::max(k, min_keep)), list.tokens.size());
-    if (!list.sorted) {
-        std::partial_sort(list.tokens.begin(),
-                          list.tokens.begin() + static_cast<std::ptrdiff_t>(keep),
-                          list.tokens.end(), logit_order);
-        list.sorted = true;
-    }
+    sort_head(list, keep);
     list.tokens.resize(keep);
+    list.sorted = true;
 }
 
 void top_p(candidate_list& list, float p, int32_t min_keep) {
@@ -30,12 +26,7 @@ void top_p(candidate_list& list, float p, int32_t min_keep) {
     double cumulative = 0.0;
     size_t summed = 0;
     for (size_t prefix = std::min<size_t>(64, n);; prefix = std::min(prefix * 2, n)) {
-        if (!list.sorted) {
-            std::partial_sort(list.tokens.begin(),
-                              list.tokens.begin() + static_cast<std::ptrdiff_t>(prefix),
-                              list.tokens.end(), logit_order);
-            list.sorted = prefix == n;
-        }
+        sort_head(list, prefix);
         for (; summed < prefix; ++summed) {
             cumulative += list.tokens[summed].p;
             if (cumulative >= p && summed + 1 >= least) {

@@ -1,7 +1,5 @@
 #include "sampling/xtc.hpp"
 
-#include <algorithm>
-
 #include "sampling/candidates.hpp"
 #include "sampling/random.hpp"
 
@@ -18,10 +16,7 @@ void exclude_top_choices(candidate_list& list, float probability, float threshol
         above += c.p >= threshold ? 1 : 0;
     // All but the least likely of them go; min_keep may forbid it.
     if (above < 2 || list.tokens.size() - (above - 1) < static_cast<size_t>(min_keep)) return;
-    if (!list.sorted)
-        std::partial_sort(list.tokens.begin(),
-                          list.tokens.begin() + static_cast<std::ptrdiff_t>(above),
-                          list.tokens.end(), logit_order);
+    sort_head(list, above);
     list.tokens.erase(list.tokens.begin(),
                       list.tokens.begin() + static_cast<std::ptrdiff_t>(above - 1));
 }
