@@ -80,17 +80,20 @@ static void transcript_free(transcript* t) {
     free(t->messages);
 }
 
-/* The transcript through the chat template, ending with the opening of the assistant's turn. */
-static pi_status render(const pi_model* model, const char* tmpl, const transcript* t, text* out) {
+/* The first n messages through the chat template into out, which grows to hold them; with
+ * add_assistant, ending with the opening of the assistant's turn. */
+static pi_status render(const pi_model* model, const char* tmpl, const transcript* t, size_t n,
+                        int add_assistant, text* out) {
     size_t len = 0;
-    pi_status st =
-        pi_chat_apply_template(model, tmpl, t->messages, t->n, 1, out->data, out->cap, &len);
+    pi_status st = pi_chat_apply_template(model, tmpl, t->messages, n, add_assistant, out->data,
+                                          out->cap, &len);
     if (st == PI_ERR_INVALID_ARGUMENT && len + 1 > out->cap) {
         char* grown = realloc(out->data, len + 1);
         if (!grown) return PI_ERR_OUT_OF_MEMORY;
         out->data = grown;
         out->cap = len + 1;
-        st = pi_chat_apply_template(model, tmpl, t->messages, t->n, 1, out->data, out->cap, &len);
+        st = pi_chat_apply_template(model, tmpl, t->messages, n, add_assistant, out->data, out->cap,
+                                    &len);
     }
     if (st == PI_OK) out->len = len;
     return st;
@@ -159,16 +162,14 @@ static void print_turn_stats(int turn, const pi_generate_result* r) {
  * rendered transcript (BOS included). 1 (the BOS) without a system message. */
 static int system_tokens(const pi_model* model, const char* tmpl, const transcript* t) {
     if (t->first_droppable == 0) return 1;
-    size_t len = 0;
-    pi_status st = pi_chat_apply_template(model, tmpl, t->messages, 1, 0, NULL, 0, &len);
-    char* buf = st == PI_ERR_INVALID_ARGUMENT && len > 0 ? malloc(len + 1) : NULL;
-    if (buf) st = pi_chat_apply_template(model, tmpl, t->messages, 1, 0, buf, len + 1, &len);
+    text system = {0};
     size_t n = 0;
-    if (buf && st == PI_OK) {
-        const uint32_t bos = starts_with_bos(model, buf) ? 0 : PI_TOKENIZE_ADD_BOS;
-        pi_tokenize_with_flags(model, buf, len, bos | PI_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n);
+    if (render(model, tmpl, t, 1, 0, &system) == PI_OK && system.len > 0) {
+        const uint32_t bos = starts_with_bos(model, system.data) ? 0 : PI_TOKENIZE_ADD_BOS;
+        pi_tokenize_with_flags(model, system.data, system.len, bos | PI_TOKENIZE_PARSE_SPECIAL,
+                               NULL, 0, &n);
     }
-    free(buf);
+    free(system.data);
     return n > 0 && n <= INT_MAX ? (int)n : 1;
 }
 
@@ -177,7 +178,7 @@ static int system_tokens(const pi_model* model, const char* tmpl, const transcri
 static pi_status reply(pi_model* model, pi_context* ctx, const char* tmpl, pi_generate_params* gp,
                        transcript* t, text* rendered, text* answer, pi_generate_result* result) {
     while (1) {
-        pi_status st = render(model, tmpl, t, rendered);
+        pi_status st = render(model, tmpl, t, t->n, 1, rendered);
         if (st != PI_OK) return st;
         gp->add_bos = starts_with_bos(model, rendered->data) ? 0 : 1;
         answer->len = 0;
