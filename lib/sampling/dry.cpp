@@ -40,9 +40,7 @@ size_t dry_penalty::tokens_after_breaker(const token_history& history, size_t wi
 
 void dry_penalty::apply(candidate_list& list, const token_history& history) {
     if (!options_.active()) return;
-    const size_t window = options_.last_n < 0
-                              ? history.size()
-                              : std::min(history.size(), static_cast<size_t>(options_.last_n));
+    const size_t window = history.window(options_.last_n);
     const size_t allowed = static_cast<size_t>(options_.allowed_length);
     if (window <= allowed) return;
     const size_t limit = tokens_after_breaker(history, window);

@@ -6,9 +6,7 @@ namespace pi {
 
 void repetition_penalties::apply(candidate_list& list, const token_history& history) {
     if (!options_.active() || history.size() == 0) return;
-    const size_t n = options_.last_n < 0
-                         ? history.size()
-                         : std::min(history.size(), static_cast<size_t>(options_.last_n));
+    const size_t n = history.window(options_.last_n);
     int32_t max_id = 0;
     for (const token_candidate& c : list.tokens)
         max_id = std::max(max_id, c.id);
