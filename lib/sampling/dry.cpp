@@ -10,11 +10,13 @@ dry_penalty::dry_penalty(const dry_options& options, std::vector<std::string> br
                          std::vector<std::string> pieces)
     : options_(options), breakers_(std::move(breakers)), pieces_(std::move(pieces)) {}
 
-size_t dry_penalty::tokens_after_breaker(const token_history& history, size_t window) const {
+size_t dry_penalty::tokens_after_breaker(const token_history& history, size_t window) {
     if (breakers_.empty()) return window;
-    // The text of the window, oldest first, and where each token's piece starts in it.
-    std::string text;
-    std::vector<size_t> start(window);
+    // Kept in members so that a step reuses the previous step's buffers.
+    std::string& text = text_;
+    std::vector<size_t>& start = piece_start_;
+    text.clear();
+    start.resize(window);
     for (size_t k = 0; k < window; ++k) {
         const int32_t t = history.from_end(window - 1 - k);
         start[k] = text.size();

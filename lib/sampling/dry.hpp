@@ -28,11 +28,13 @@ class dry_penalty {
 
   private:
     // How many of the newest `window` tokens lie after the last sequence breaker.
-    size_t tokens_after_breaker(const token_history& history, size_t window) const;
+    size_t tokens_after_breaker(const token_history& history, size_t window);
 
     dry_options options_;
     std::vector<std::string> breakers_;
     std::vector<std::string> pieces_;
+    std::string text_;                // the window's text, oldest first
+    std::vector<size_t> piece_start_; // where each window token's piece starts in text_
     std::vector<int32_t> reversed_;   // the window, newest first
     std::vector<size_t> match_;       // Z-array of reversed_
     std::vector<int32_t> max_repeat_; // per token id: the longest repetition it would extend
