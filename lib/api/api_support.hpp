@@ -1,6 +1,7 @@
 #pragma once
 // The C ABI boundary's helpers: every pi_* function body runs inside guard(), which turns
 // exceptions into a pi_status and records the message for pi_last_error().
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -46,6 +47,17 @@ struct progress_bridge {
 template <typename T> T* require(T* p, const char* name) {
     if (!p) fail(status::invalid_argument, "argument '", name, "' is NULL");
     return p;
+}
+
+// Copies text and its NUL into a caller's buffer; *len gets the text's size either way, and a
+// buffer too short is invalid_argument naming `what` ("text", "report").
+inline void write_c_string(const std::string& text, char* buf, size_t capacity, size_t* len,
+                           const char* what) {
+    *len = text.size();
+    if (text.size() + 1 > capacity)
+        fail(status::invalid_argument, what, " buffer holds ", capacity, " bytes, ",
+             text.size() + 1, " needed (with the terminating NUL)");
+    std::memcpy(buf, text.c_str(), text.size() + 1);
 }
 
 } // namespace pi::api

@@ -30,12 +30,7 @@ chat_format chosen_format(const pi_model* model, const char* tmpl) {
 
 // pi_detokenize's contract: *len is the text's size without the NUL, even when it does not fit.
 pi_status write_text(const std::string& text, char* buf, size_t capacity, size_t* len) {
-    *len = text.size();
-    if (text.size() + 1 > capacity)
-        fail(status::invalid_argument, "text buffer holds ", capacity, " bytes, ", text.size() + 1,
-             " needed (with the terminating NUL)");
-    std::memcpy(buf, text.data(), text.size());
-    buf[text.size()] = '\0';
+    api::write_c_string(text, buf, capacity, len, "text");
     return PI_OK;
 }
 

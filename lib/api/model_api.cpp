@@ -173,12 +173,7 @@ pi_status pi_detokenize(const pi_model* model, const pi_token* tokens, size_t n_
         if (!tokens && n_tokens > 0) fail(status::invalid_argument, "argument 'tokens' is NULL");
         if (!buf && capacity > 0) fail(status::invalid_argument, "argument 'buf' is NULL");
         const std::string text = model->impl->vocab().decode(tokens, n_tokens);
-        *len = text.size();
-        if (text.size() + 1 > capacity)
-            fail(status::invalid_argument, "text buffer holds ", capacity, " bytes, ",
-                 text.size() + 1, " needed (with the terminating NUL)");
-        std::memcpy(buf, text.data(), text.size());
-        buf[text.size()] = '\0';
+        api::write_c_string(text, buf, capacity, len, "text");
         return PI_OK;
     });
 }

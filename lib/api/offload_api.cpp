@@ -137,11 +137,7 @@ pi_status pi_model_estimate_memory(const char* path, const pi_model_params* para
             }
             text += planner::describe(planner::make_plan(in));
         }
-        *len = text.size();
-        if (text.size() + 1 > capacity)
-            fail(status::invalid_argument, "report buffer holds ", capacity, " bytes, ",
-                 text.size() + 1, " needed");
-        std::memcpy(report, text.c_str(), text.size() + 1);
+        api::write_c_string(text, report, capacity, len, "report");
         return PI_OK;
     });
 }
