@@ -93,10 +93,11 @@ int32_t sampler::sample(std::span<const float> logits) {
     return c.token;
 }
 
-bool sampler::constraint_allows(const token_candidate& c) const {
-    candidate_list one{{c}, false};
-    constraint_->apply(one);
-    return !one.tokens.empty() && one.tokens.front().logit != -INFINITY;
+bool sampler::constraint_allows(const token_candidate& c) {
+    probe_.tokens.assign(1, c);
+    probe_.sorted = false;
+    constraint_->apply(probe_);
+    return !probe_.tokens.empty() && probe_.tokens.front().logit != -INFINITY;
 }
 
 sampler::choice sampler::run_chain(std::span<const float> logits, bool constrained) {

@@ -58,7 +58,7 @@ class sampler {
     choice run_chain(std::span<const float> logits, bool constrained);
     void run_stages(candidate_list& list);
     choice pick(candidate_list& list, size_t n_logits);
-    bool constraint_allows(const token_candidate& c) const;
+    bool constraint_allows(const token_candidate& c);
     uint64_t fingerprint() const;
 
     sampler_options options_;
@@ -71,6 +71,7 @@ class sampler {
     float mu_ = 0.0f;
     std::mt19937 rng_;
     candidate_list candidates_; // reused across calls
+    candidate_list probe_;      // the one chosen token the constraint checks, reused
 };
 
 } // namespace pi
