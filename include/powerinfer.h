@@ -622,6 +622,38 @@ static inline pi_generate_params pi_generate_default_params(void) {
 PI_API pi_status pi_generate(pi_context *ctx, const char *prompt,
                              const pi_generate_params *params, pi_generate_result *result);
 
+/* ---------------------------------------------------------------- text streams */
+
+/* What pi_generate does with each sampled token's text, for callers that run their own decoding
+ * loop (a server batching several sequences with pi_context_decode): it releases complete UTF-8
+ * only, holds back bytes that may begin a stop string, and ends at a stop string without
+ * releasing the match. One stream per generated reply. */
+typedef struct pi_text_stream pi_text_stream;
+
+/* stop: n_stop stop strings (may be NULL when n_stop is 0); empty ones are ignored. The strings
+ * are copied. */
+PI_API pi_status pi_text_stream_create(const pi_model *model, const char *const *stop,
+                                       size_t n_stop, pi_text_stream **out);
+PI_API void pi_text_stream_free(pi_text_stream *stream);
+/* Adds token's text. *text and *len receive what it releases (possibly nothing; valid until the
+ * next call on stream); *stopped = 1 when a stop string matched: the text before the match is
+ * released with it, and the stream takes no more tokens (PI_ERR_INVALID_ARGUMENT). A token
+ * outside the vocabulary is PI_ERR_INVALID_ARGUMENT. stopped may be NULL. */
+PI_API pi_status pi_text_stream_push(pi_text_stream *stream, pi_token token, const char **text,
+                                     size_t *len, int32_t *stopped);
+/* Releases everything held back, for the end of a reply that did not stop at a stop string; an
+ * unfinished character at the end becomes U+FFFD. The stream then starts over, empty. */
+PI_API pi_status pi_text_stream_flush(pi_text_stream *stream, const char **text, size_t *len);
+
+/* The log-softmax of n_vocab logits, as pi_token_event reports it: *logprob receives token's
+ * log-probability, and top_tokens/top_logprobs (n_top entries each; may be NULL when n_top is
+ * 0) the n_top most probable tokens, most likely first (equal ones by id). n_top is at most 64
+ * and at most n_vocab. Empty or NaN logits, a token outside them or a bad n_top is
+ * PI_ERR_INVALID_ARGUMENT. */
+PI_API pi_status pi_logits_logprobs(const float *logits, int32_t n_vocab, pi_token token,
+                                    int32_t n_top, float *logprob, pi_token *top_tokens,
+                                    float *top_logprobs);
+
 /* ---------------------------------------------------------------- synthetic models */
 
 typedef struct pi_synth_params {
