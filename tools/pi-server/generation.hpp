@@ -24,15 +24,17 @@ struct generation_request {
     int32_t max_tokens = -1;      // -1: until the slot's context is full
     std::vector<std::string> stop;
     bool ignore_eos = false;
-    bool logprobs = false;        // each token_output carries its logprob
-    int32_t top_logprobs = 0;     // and this many alternatives (0 .. 20)
-    sampler_ptr sampler;          // made for the model by the route (pi_sampler_create_for_model)
+    bool logprobs = false;    // each token_output carries its logprob
+    int32_t top_logprobs = 0; // and this many alternatives (0 .. 20)
+    sampler_ptr sampler;      // made for the model by the route (pi_sampler_create_for_model)
 };
 
+// A generated token and the text it releases. At the end of a reply the text held back (bytes
+// of a possible stop string or an unfinished character) comes as one last output with token -1.
 struct token_output {
     pi_token token = 0;
-    std::string text;             // the complete UTF-8 text it releases (may be empty)
-    float logprob = 0.0f;         // when the request asked for logprobs
+    std::string text;     // the complete UTF-8 text it releases (may be empty)
+    float logprob = 0.0f; // when the request asked for logprobs
     std::vector<std::pair<pi_token, float>> top; // most likely first
 };
 
@@ -41,11 +43,11 @@ const char* finish_reason_name(finish_reason reason) noexcept; // "stop", "lengt
 
 struct generation_usage {
     int32_t prompt_tokens = 0;
-    int32_t cached_tokens = 0;    // prompt tokens the slot's cache already held
+    int32_t cached_tokens = 0; // prompt tokens the slot's cache already held
     int32_t completion_tokens = 0;
-    double queued_seconds = 0.0;  // submitted until a slot took it
-    double prompt_seconds = 0.0;  // a slot took it until its first token was sampled
-    double decode_seconds = 0.0;  // first token until the end
+    double queued_seconds = 0.0; // submitted until a slot took it
+    double prompt_seconds = 0.0; // a slot took it until its first token was sampled
+    double decode_seconds = 0.0; // first token until the end
     int32_t slot = -1;
 };
 

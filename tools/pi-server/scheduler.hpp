@@ -19,11 +19,11 @@
 namespace pi_server {
 
 struct scheduler_options {
-    int32_t n_slots = 1;        // sequences decoded together (-np)
-    int32_t n_ctx = 0;          // cache cells in all; each slot gets n_ctx / n_slots positions
-    int32_t n_batch = 512;      // most tokens per step
-    int32_t n_threads = 4;
-    int32_t max_queue = 64;     // jobs waiting for a slot beyond which submit says queue_full
+    int32_t n_slots = 1;    // sequences decoded together (-np)
+    int32_t n_ctx = 0;      // cache cells in all; each slot gets n_ctx / n_slots positions
+    int32_t n_batch = 512;  // most tokens per step
+    int32_t n_threads = 0;  // 0: the library's default
+    int32_t max_queue = 64; // jobs waiting for a slot beyond which submit says queue_full
 };
 
 // Counters for /metrics, read from any thread.
@@ -31,9 +31,9 @@ struct scheduler_stats {
     int32_t n_slots = 0;
     int32_t slots_busy = 0;
     int32_t queue_length = 0;
-    uint64_t prompt_tokens = 0;       // decoded prompt tokens (cached ones not counted)
+    uint64_t prompt_tokens = 0; // decoded prompt tokens (cached ones not counted)
     uint64_t generated_tokens = 0;
-    double prompt_seconds = 0.0;      // busy time of steps, split by their tokens
+    double prompt_seconds = 0.0; // busy time of steps, split by their tokens
     double decode_seconds = 0.0;
     uint64_t steps = 0;
     double ffn_active_fraction = 0.0; // of the tokens decoded so far
@@ -66,7 +66,11 @@ class scheduler {
   private:
     struct slot;
     void run();
-    bool step(std::unique_lock<std::mutex>& lock);
+    void take_queued_jobs(); // with mutex_ held
+    void step();             // one decode over every active slot, then their samples
+    void sample(slot& s, const float* logits);
+    void finish(slot& s, finish_reason reason, std::string error = {});
+    void publish_stats();
 
     pi_model* model_;
     scheduler_options options_;
@@ -74,6 +78,15 @@ class scheduler {
     int32_t n_ctx_slot_ = 0;
     int32_t n_vocab_ = 0;
     std::vector<std::unique_ptr<slot>> slots_;
+    uint64_t next_order_ = 0; // the order slots took their jobs in
+    int32_t n_busy_ = 0;      // scheduler thread only
+    // What the scheduler thread counts; copied into stats_ after each step.
+    scheduler_stats counted_;
+    // This step's batch, reused.
+    std::vector<pi_token> batch_tokens_;
+    std::vector<int32_t> batch_pos_;
+    std::vector<pi_seq_id> batch_seq_;
+    std::vector<int8_t> batch_logits_;
 
     mutable std::mutex mutex_;
     std::condition_variable work_;

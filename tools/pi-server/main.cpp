@@ -1,0 +1,172 @@
+// pi-server: loads one model and serves it over HTTP to several clients at once
+// (docs/server.md).
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <thread>
+
+#include "metrics.hpp"
+#include "routes.hpp"
+#include "scheduler.hpp"
+#include "server_options.hpp"
+#include "tool.h"
+
+extern "C" const char tool_name[] = "pi-server";
+
+namespace {
+
+using namespace pi_server;
+
+struct model_deleter {
+    void operator()(pi_model* m) const noexcept { pi_model_free(m); }
+};
+
+pi_model_params model_params(const server_options& o) {
+    pi_model_params mp = pi_model_default_params();
+    mp.dense = o.dense ? 1 : 0;
+    if (o.vram_budget_given) mp.vram_budget = o.vram_budget_gib * 1073741824.0;
+    mp.reset_gpu_index = o.reset_gpu_index ? 1 : 0;
+    mp.disable_gpu_index = o.disable_gpu_index ? 1 : 0;
+    mp.offload_device = o.offload_device.empty() ? nullptr : o.offload_device.c_str();
+    mp.activation_stats = o.activation_stats.empty() ? nullptr : o.activation_stats.c_str();
+    mp.kv_n_ctx = o.scheduling.n_ctx;
+    return mp;
+}
+
+// The default cache: min(n_ctx_train, 4096) positions for each slot.
+int32_t default_n_ctx(const pi_model* model, int32_t n_slots) {
+    pi_model_info info{};
+    info.struct_size = sizeof info;
+    int32_t per_slot = 4096;
+    if (pi_model_info_get(model, &info) == PI_OK && info.n_ctx_train > 0)
+        per_slot = std::min(per_slot, info.n_ctx_train);
+    return per_slot * n_slots;
+}
+
+// SIGINT/SIGTERM, taken by one thread with sigwait: the first drains, a second ends the process
+// at once. SIGUSR1 tells the thread that the server has stopped by itself.
+class signal_watch {
+  public:
+    static void block_in_every_thread() {
+        sigset_t set = signals();
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        signal(SIGPIPE, SIG_IGN); // a client gone mid-write is an error return, not a death
+    }
+
+    signal_watch(server_state& state, httplib::Server& http) {
+        thread_ = std::thread([this, &state, &http] { watch(state, http); });
+    }
+    ~signal_watch() {
+        done_ = true;
+        pthread_kill(thread_.native_handle(), SIGUSR1);
+        thread_.join();
+        if (drainer_.joinable()) drainer_.join();
+    }
+
+  private:
+    static sigset_t signals() {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGUSR1);
+        return set;
+    }
+
+    void watch(server_state& state, httplib::Server& http) {
+        const sigset_t set = signals();
+        bool draining = false;
+        for (;;) {
+            int sig = 0;
+            if (sigwait(&set, &sig) != 0 || done_) return;
+            if (sig == SIGUSR1) continue;
+            if (draining) {
+                tool_note("second signal: exiting without draining");
+                _exit(1);
+            }
+            draining = true;
+            tool_note("draining: finishing the requests in flight (a second signal exits now)");
+            state.draining = true;
+            drainer_ = std::thread([&state, &http] {
+                state.jobs->drain();
+                http.stop();
+            });
+        }
+    }
+
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+    std::thread drainer_;
+};
+
+int serve(const server_options& o) {
+    if (o.verbose) pi_log_set(tool_log_to_stderr, nullptr);
+    const pi_model_params mp = model_params(o);
+    pi_model* loaded = nullptr;
+    if (const pi_status st = pi_model_load(o.model_path.c_str(), &mp, &loaded); st != PI_OK)
+        return tool_fail_status("loading the model", st);
+    std::unique_ptr<pi_model, model_deleter> model(loaded);
+
+    scheduler_options scheduling = o.scheduling;
+    if (scheduling.n_ctx == 0) scheduling.n_ctx = default_n_ctx(model.get(), scheduling.n_slots);
+    std::unique_ptr<scheduler> jobs;
+    try {
+        jobs = std::make_unique<scheduler>(model.get(), scheduling);
+    } catch (const std::exception& e) {
+        return tool_fail(1, "%s", e.what());
+    }
+
+    metrics counters;
+    server_state state;
+    state.model = model.get();
+    state.jobs = jobs.get();
+    state.options = &o;
+    state.counters = &counters;
+    state.model_id = o.model_alias;
+    state.created = static_cast<int64_t>(std::time(nullptr));
+
+    httplib::Server http;
+    const size_t n_http = static_cast<size_t>(o.http_threads);
+    http.new_task_queue = [n_http] { return new httplib::ThreadPool(n_http); };
+    http.set_payload_max_length(o.max_body_bytes);
+    const auto timeout_s = static_cast<time_t>(o.request_timeout_seconds);
+    http.set_read_timeout(timeout_s, 0);
+    http.set_write_timeout(timeout_s, 0);
+    register_routes(http, state);
+
+    int port = o.port;
+    if (port == 0)
+        port = http.bind_to_any_port(o.host);
+    else if (!http.bind_to_port(o.host, port))
+        port = -1;
+    if (port < 0) return tool_fail(1, "cannot listen on %s:%d", o.host.c_str(), o.port);
+    tool_note("model %s: %d slots of %d positions, %d cache cells", o.model_alias.c_str(),
+              jobs->n_slots(), jobs->n_ctx_per_slot(), scheduling.n_ctx);
+    tool_note("listening on http://%s:%d", o.host.c_str(), port);
+    {
+        signal_watch watch(state, http);
+        if (!http.listen_after_bind()) {
+            if (!state.draining) return tool_fail(1, "the HTTP server stopped unexpectedly");
+        }
+    }
+    jobs.reset();
+    tool_note("drained, exiting");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    signal_watch::block_in_every_thread();
+    server_options options;
+    if (const int rc = parse_server_options(argc, argv, &options); rc != 0) return rc;
+    return serve(options);
+}
