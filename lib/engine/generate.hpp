@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/text_stream.hpp" // what on_text receives; complete_utf8_prefix
 #include "sampling/logprobs.hpp"
 #include "sampling/sampler.hpp"
 
@@ -66,8 +67,5 @@ struct generate_result {
 // through result.reason, not thrown.
 generate_result generate(context& ctx, sampler& smp, std::string_view prompt,
                          const generate_options& options);
-
-// Length of the longest prefix of `text` that ends on a complete UTF-8 character.
-size_t complete_utf8_prefix(std::string_view text) noexcept;
 
 } // namespace pi
