@@ -107,13 +107,25 @@ class signal_watch {
     std::thread drainer_;
 };
 
-int serve(const server_options& o) {
+// The chat template the routes render with: --chat-template, else the model's, else chatml (as
+// `powerinfer --chat` does) when the model has none that is recognised.
+std::string chat_template_for(const pi_model* model, const std::string& asked) {
+    char name[64];
+    size_t len = 0;
+    if (!asked.empty() || pi_chat_template_name(model, nullptr, name, sizeof name, &len) == PI_OK)
+        return asked;
+    tool_note("the model's chat template is not recognised (%s): using chatml", pi_last_error());
+    return "chatml";
+}
+
+int serve(server_options o) {
     if (o.verbose) pi_log_set(tool_log_to_stderr, nullptr);
     const pi_model_params mp = model_params(o);
     pi_model* loaded = nullptr;
     if (const pi_status st = pi_model_load(o.model_path.c_str(), &mp, &loaded); st != PI_OK)
         return tool_fail_status("loading the model", st);
     std::unique_ptr<pi_model, model_deleter> model(loaded);
+    o.chat_template = chat_template_for(model.get(), o.chat_template);
 
     scheduler_options scheduling = o.scheduling;
     if (scheduling.n_ctx == 0) scheduling.n_ctx = default_n_ctx(model.get(), scheduling.n_slots);
