@@ -227,18 +227,30 @@ void scheduler::step() {
         if (logits) s.batch_index = static_cast<int32_t>(batch_tokens_.size()) - 1;
     };
 
-    // Generating slots first, one token each, so that a long prompt never stalls their
-    // streams; then prompts, oldest job first, in what is left of n_batch.
+    // A step costs about what its tokens cost (on a few cores the arithmetic, not the weights'
+    // bytes, bounds a batch of a few tokens), so a prompt that waits for the generating slots'
+    // tokens gets its first token late. Prompts therefore go first, alone, every other step: a
+    // new request's first token comes after at most the step in flight and its own prompt step,
+    // and a long prompt still lets the other streams advance every second step. In the other
+    // steps the generating slots come first, one token each, then prompts, oldest job first, in
+    // what is left of n_batch.
     std::vector<slot*> active;
+    bool any_prompt = false;
+    bool any_generating = false;
     for (auto& s : slots_) {
         s->batch_index = -1;
-        if (s->job) active.push_back(s.get());
+        if (!s->job) continue;
+        active.push_back(s.get());
+        any_prompt = any_prompt || s->prompt_done < s->job->request.prompt.size();
+        any_generating = any_generating || s->next >= 0;
     }
     std::sort(active.begin(), active.end(),
               [](const slot* a, const slot* b) { return a->order < b->order; });
+    const bool prompts_only = any_prompt && any_generating && !last_step_prompts_only_;
+    last_step_prompts_only_ = prompts_only;
     size_t n_decode_tokens = 0;
     for (slot* s : active)
-        if (s->next >= 0) {
+        if (s->next >= 0 && !prompts_only) {
             add(*s, s->next, true);
             s->next = -1;
             ++n_decode_tokens;

@@ -80,6 +80,7 @@ class scheduler {
     std::vector<std::unique_ptr<slot>> slots_;
     uint64_t next_order_ = 0; // the order slots took their jobs in
     int32_t n_busy_ = 0;      // scheduler thread only
+    bool last_step_prompts_only_ = false;
     // What the scheduler thread counts; copied into stats_ after each step.
     scheduler_stats counted_;
     // This step's batch, reused.
