@@ -1,5 +1,6 @@
 #include "server_options.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -32,7 +33,7 @@ const char usage[] =
     "       --max-queue N         requests waiting for a slot before 429 (default 64)\n"
     "       --max-body-bytes N    largest request body before 413 (default 1048576)\n"
     "       --max-prompt-tokens N longest prompt before 413 (default 0: the slot's context)\n"
-    "       --threads-http N      HTTP worker threads (default: slots + 8)\n"
+    "       --threads-http N      HTTP worker threads (default: max(32, 2 x slots + 8))\n"
     "       --timeout SECONDS     socket read and write timeout (default 600)\n"
     "       --verbose             the library's log lines on stderr\n"
     "  offloading (as `powerinfer`):\n"
@@ -114,7 +115,7 @@ int parse_server_options(int argc, char** argv, server_options* o) {
             name.resize(name.size() - 5);
         o->model_alias = name;
     }
-    if (o->http_threads == 0) o->http_threads = o->scheduling.n_slots + 8;
+    if (o->http_threads == 0) o->http_threads = std::max(32, 2 * o->scheduling.n_slots + 8);
     return tool_args_finish(&a);
 }
 

@@ -14,7 +14,7 @@ struct server_options {
     int port = 8080;                      // --port
     std::string api_key;                  // --api-key (also $PI_API_KEY); empty: no key needed
     std::string chat_template;            // --chat-template; empty: the model's
-    int32_t http_threads = 0;             // --threads-http; 0: n_slots + 8
+    int32_t http_threads = 0;             // --threads-http; 0: max(32, 2 n_slots + 8)
     size_t max_body_bytes = 1 << 20;      // --max-body-bytes
     int32_t max_prompt_tokens = 0;        // --max-prompt-tokens; 0: the slot's context
     int32_t default_max_tokens = -1;      // -n/--n-predict for requests that name none
