@@ -273,6 +273,11 @@ class schema_converter {
             schema["additionalProperties"] != json(false))
             fail(status::unsupported, "json schema: 'additionalProperties' other than false (at ",
                  path, ") is not supported");
+        // No properties named and none forbidden: JSON Schema allows any members (OpenAI's
+        // response_format json_object is this schema).
+        if (!schema.contains("properties") && !schema.contains("additionalProperties") &&
+            !schema.contains("required"))
+            return primitive_ref("object");
         std::vector<std::pair<std::string, std::string>> members; // (member expression, key)
         if (schema.contains("properties")) {
             const json& properties = schema["properties"];

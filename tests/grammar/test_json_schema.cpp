@@ -139,8 +139,16 @@ TEST_CASE("objects: required keys, optional keys in order, no others") {
     CHECK_FALSE(schema_accepts(s, R"({"b": 1})"));
     CHECK_FALSE(schema_accepts(s, R"({"b": "x",})"));
     CHECK_FALSE(schema_accepts(s, R"({"a": 1.5, "b": "x"})"));
+}
+
+TEST_CASE("an object schema that names no properties takes any object, unless it forbids them") {
     CHECK(schema_accepts(R"({"type": "object"})", "{}"));
-    CHECK_FALSE(schema_accepts(R"({"type": "object"})", R"({"a": 1})"));
+    CHECK(schema_accepts(R"({"type": "object"})", R"({"a": 1, "b": {"c": [true, null, "x"]}})"));
+    CHECK_FALSE(schema_accepts(R"({"type": "object"})", "[]"));
+    CHECK_FALSE(schema_accepts(R"({"type": "object"})", R"({"a": })"));
+    const std::string closed = R"({"type": "object", "additionalProperties": false})";
+    CHECK(schema_accepts(closed, "{}"));
+    CHECK_FALSE(schema_accepts(closed, R"({"a": 1})"));
 }
 
 TEST_CASE("arrays: items and counts") {
