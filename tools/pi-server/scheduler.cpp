@@ -96,6 +96,10 @@ submit_result scheduler::submit(std::shared_ptr<generation_job> job) {
             return submit_result::queue_full;
         queue_.push_back(std::move(job));
         stats_.queue_length = static_cast<int32_t>(queue_.size());
+        // A free slot and a step of generated tokens only in flight: that step is cut short and
+        // done again after the new prompt's step, so the new request does not wait for it.
+        if (n_busy_shared_ < options_.n_slots && decode_step_preemptible_.exchange(false))
+            pi_context_cancel(ctx_);
     }
     work_.notify_all();
     return submit_result::queued;
@@ -139,6 +143,7 @@ void scheduler::run() {
 void scheduler::publish_stats() {
     const int32_t queue_length = static_cast<int32_t>(queue_.size());
     counted_.slots_busy = n_busy_;
+    n_busy_shared_ = n_busy_;
     counted_.queue_length = queue_length;
     pi_context_stats context_stats{};
     context_stats.struct_size = sizeof context_stats;
@@ -273,9 +278,25 @@ void scheduler::step() {
     batch.pos = batch_pos_.data();
     batch.seq_id = batch_seq_.data();
     batch.logits = batch_logits_.data();
+    // Only a step of generated tokens alone may be preempted, and never twice in a row, so
+    // that a stream of arrivals cannot stall the streams.
+    const bool preemptible = n_decode_tokens == batch_tokens_.size() && !last_step_preempted_;
+    decode_step_preemptible_ = preemptible;
     const auto start = clock::now();
     const pi_status st = pi_context_decode(ctx_, &batch);
     const double seconds = seconds_between(start, clock::now());
+    decode_step_preemptible_ = false;
+    last_step_preempted_ = st == PI_STATUS_CANCELLED && preemptible;
+    if (last_step_preempted_) {
+        // The cache forgot the batch: each slot takes its token back for the next step.
+        for (size_t i = 0; i < batch_tokens_.size(); ++i) {
+            slot& s = *slots_[static_cast<size_t>(batch_seq_[i])];
+            s.cached.pop_back();
+            s.next = batch_tokens_[i];
+            s.batch_index = -1;
+        }
+        return;
+    }
     if (st != PI_OK) {
         // The cache is as before the call: every slot in the batch loses what it added, and its
         // job fails (a retry would fail the same way).

@@ -81,6 +81,10 @@ class scheduler {
     uint64_t next_order_ = 0; // the order slots took their jobs in
     int32_t n_busy_ = 0;      // scheduler thread only
     bool last_step_prompts_only_ = false;
+    bool last_step_preempted_ = false;
+    // Set by the scheduler thread around a step that submit() may cut short.
+    std::atomic<bool> decode_step_preemptible_{false};
+    int32_t n_busy_shared_ = 0; // n_busy_ as of the last step, under mutex_
     // What the scheduler thread counts; copied into stats_ after each step.
     scheduler_stats counted_;
     // This step's batch, reused.
