@@ -167,12 +167,12 @@ def test_disconnect_frees_the_slot(start_server):
 
 
 def test_sigterm_drains_the_requests_in_flight(start_server):
-    s = start_server(slots=1, ctx=8192)
+    s = start_server(slots=1, ctx=2048)
     result = {}
 
     def run():
         result["stream"] = stream(s, "/v1/completions",
-                                  {"prompt": "And God said", "max_tokens": 8000,
+                                  {"prompt": "And God said", "max_tokens": 1500,
                                    "ignore_eos": True})
 
     t = threading.Thread(target=run)
@@ -187,7 +187,7 @@ def test_sigterm_drains_the_requests_in_flight(start_server):
         assert status == 503
     except subprocess.CalledProcessError as e:
         assert e.returncode == 7  # the listener closed: connection refused
-    t.join(120)
+    t.join(300)
     status, events, done = result["stream"]
     assert status == 200 and done
     assert events[-1]["choices"][0]["finish_reason"] == "length"
