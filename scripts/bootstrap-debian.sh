@@ -3,18 +3,21 @@
 # Safe to run again: packages already present are left alone, and nothing is fetched when all
 # of them are.
 #
-#   scripts/bootstrap-debian.sh [--hip]
+#   scripts/bootstrap-debian.sh [--hip] [--server-tests]
 #
-#   --hip   also install hipcc, for the optional HIP backend
+#   --hip            also install hipcc, for the optional HIP backend
+#   --server-tests   also install what pi-server's tests drive it with: curl, chromium and
+#                    chromium-driver (the chat page in a headless browser)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
-          python3-pip python3-dev nlohmann-json3-dev)
+          python3-pip python3-dev nlohmann-json3-dev libcpp-httplib-dev)
 for arg in "$@"; do
     case "$arg" in
     --hip) packages+=(hipcc) ;;
+    --server-tests) packages+=(curl chromium chromium-driver) ;;
     -h | --help)
-        sed -n '2,8s/^# \{0,1\}//p' "$0"
+        sed -n '2,10s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     *)

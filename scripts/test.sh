@@ -5,7 +5,7 @@
 #
 # PRESET is a preset of CMakePresets.json (default, debug, asan; default: default). CMAKE_ARGS go
 # to the configure step. The Python tests (NumPy oracle, gguf cross-check) run in the project's
-# .venv, created here with numpy, gguf and pytest from PyPI when it is absent.
+# .venv, created here with numpy, gguf, pytest, openai and selenium from PyPI when it is absent.
 # PI_JOBS sets the parallelism (default: the number of CPUs).
 set -euo pipefail
 
@@ -16,7 +16,7 @@ jobs=${PI_JOBS:-$(nproc)}
 
 if [[ ! -x .venv/bin/python ]]; then
     python3 -m venv .venv
-    .venv/bin/pip install -q numpy gguf pytest
+    .venv/bin/pip install -q numpy gguf pytest openai selenium
 fi
 configure_args=("-DPOWERINFER_TEST_PYTHON=$PWD/.venv/bin/python")
 
