@@ -211,7 +211,7 @@ void parse_constraints(const json& body, openai_request& r) {
                                 "'response_format.schema' must be a JSON schema (an object)");
             set_constraint(r, "response_format.schema", {}, schema->dump());
         } else {
-            set_constraint(r, "response_format", std::string(json_object_grammar()), {});
+            set_constraint(r, "response_format", {}, R"({"type":"object"})");
         }
         return;
     }
@@ -610,25 +610,6 @@ std::string detokenize_tokens(const pi_model* model, const std::vector<pi_token>
         text.assign(len + 1, '\0');
     }
     throw server_error("the detokenized text kept growing");
-}
-
-std::string_view json_object_grammar() noexcept {
-    // The library's JSON primitives (lib/grammar/json_schema.cpp), started at an object.
-    static constexpr std::string_view grammar = R"(root ::= ws object
-ws ::= | " " | "\n" [ \t]{0,20}
-object ::= "{" ws (member ("," ws member)*)? "}"
-member ::= string ws ":" ws value ws
-array ::= "[" ws (value ws ("," ws value ws)*)? "]"
-value ::= object | array | string | number | boolean | null
-string ::= "\"" char* "\""
-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CeEfF] hex{3} | [dD] [0-7] hex{2}))
-hex ::= [0-9a-fA-F]
-number ::= integer ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
-integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
-boolean ::= "true" | "false"
-null ::= "null"
-)";
-    return grammar;
 }
 
 } // namespace pi_server

@@ -99,8 +99,4 @@ std::vector<pi_token> tokenize_text(const pi_model* model, std::string_view text
 std::string token_piece(const pi_model* model, pi_token token);
 std::string detokenize_tokens(const pi_model* model, const std::vector<pi_token>& tokens);
 
-// The GBNF grammar of any JSON object (response_format json_object): the library's JSON schema
-// {"type":"object"} allows only the empty object.
-std::string_view json_object_grammar() noexcept;
-
 } // namespace pi_server
