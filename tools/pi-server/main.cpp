@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -97,6 +98,12 @@ class signal_watch {
             state.draining = true;
             drainer_ = std::thread([&state, &http] {
                 state.jobs->drain();
+                // The scheduler is done, but a reply may still be writing its last chunks:
+                // stopping the listener now would cut them off.
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (state.counters->in_flight() > 0 &&
+                       std::chrono::steady_clock::now() < deadline)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 http.stop();
             });
         }
