@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define PI_VERSION_MAJOR 0
-#define PI_VERSION_MINOR 2
+#define PI_VERSION_MINOR 3
 #define PI_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as pi_version_number() returns it. */
 #define PI_VERSION_NUMBER (PI_VERSION_MAJOR * 10000 + PI_VERSION_MINOR * 100 + PI_VERSION_PATCH)
@@ -622,7 +622,7 @@ static inline pi_generate_params pi_generate_default_params(void) {
 PI_API pi_status pi_generate(pi_context *ctx, const char *prompt,
                              const pi_generate_params *params, pi_generate_result *result);
 
-/* ---------------------------------------------------------------- text streams */
+/* ---------------------------------------------------------------- text streams (0.3) */
 
 /* What pi_generate does with each sampled token's text, for callers that run their own decoding
  * loop (a server batching several sequences with pi_context_decode): it releases complete UTF-8
