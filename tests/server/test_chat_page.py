@@ -1,10 +1,14 @@
 """The chat page at GET / in a real headless browser: Debian's chromium and chromedriver, driven by
 selenium. The page loads, a message sent streams its reply in several updates, a second turn
 works, and with --api-key the page shows the 401 until the key is entered."""
+import json
 import os
 import shutil
+import urllib.request
 
 import pytest
+
+from conftest import wait_until
 
 try:
     from selenium import webdriver
@@ -115,3 +119,19 @@ def test_page_shows_the_key_error_until_the_key_is_given(api_key_server, browser
     wait_idle(browser)
     assert browser.execute_script("return localStorage.getItem('pi-server-api-key')") == \
         api_key_server.api_key
+
+
+def test_stop_ends_the_reply_and_frees_the_slot(start_server, browser):
+    # The fixture model writes thousands of tokens a second: the reply must be long enough to
+    # be still running when Stop is clicked.
+    s = start_server(slots=1, ctx=32768)
+    browser.get(s.base_url + "/")
+    browser.find_element(By.ID, "max-tokens").clear()
+    browser.find_element(By.ID, "max-tokens").send_keys("32000")
+    send(browser, "Tell me everything.")
+    WebDriverWait(browser, REPLY_SECONDS).until(lambda d: [t for t in assistant_texts(d) if t])
+    browser.find_element(By.ID, "stop").click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "stats").text == "stopped")
+    assert assistant_texts(browser)[0].strip()  # what came before Stop stays
+    health = lambda: json.loads(urllib.request.urlopen(s.base_url + "/health", timeout=10).read())
+    wait_until(lambda: health()["slots_processing"] == 0, 30, "the slot to be freed")
