@@ -422,113 +422,153 @@ template <quant_vector V> struct quant_impl {
         return _mm256_cvtph_ps(_mm_setr_epi16(i(0), i(1), i(2), i(3), i(4), i(5), i(6), i(7)));
     }
 
-    // Blocks b .. b + NB of the rows w[0 .. N) times the token x added to acc.
-    template <class B, int N, int NB>
-    [[gnu::always_inline]] static void rows_step(__m256& acc, const B* const* w, const std::byte* x,
-                                                 int64_t stride, int64_t b) {
+    // Blocks b .. b + NB of the rows w[0 .. N) times the T tokens x[0 .. T) added to acc[j]: the
+    // rows' codes are unpacked once for all the tokens, and each token's sums are those it gets
+    // alone, so a token's bits do not depend on the batch.
+    template <class B, int N, int NB, int T>
+    [[gnu::always_inline]] static void rows_step(__m256 (&acc)[T], const B* const* w,
+                                                 const std::byte* const* x, int64_t stride,
+                                                 int64_t b) {
         using F = fmt<B>;
-        const void* pq = codes_at(x, b);
-        ivec xq;
-        if constexpr (NB == K)
-            xq = V::iload(pq);
-        else
-            xq = V::iload_first(pq);
         // Per block, the rows' d_w (and m_w), zero beyond N.
         uint16_t dh[NB][8] = {}, mh[NB][8] = {};
-        ivec v[8];
+        ivec u[8];
 #pragma GCC unroll 8
         for (int i = 0; i < N; ++i) {
             const B* blk[K];
 #pragma GCC unroll 2
             for (int k = 0; k < K; ++k)
                 blk[k] = w[i] + (NB == K ? b + k : b);
-            v[i] = dot_codes<B>(V::izero(), codes<B>(blk), xq);
+            u[i] = codes<B>(blk);
 #pragma GCC unroll 2
             for (int k = 0; k < NB; ++k) {
                 dh[k][i] = blk[k]->d;
                 if constexpr (F::min) mh[k][i] = blk[k]->m;
             }
         }
-#pragma GCC unroll 8
-        for (int i = N; i < 8; ++i)
-            v[i] = V::izero();
-        ivec sums = sum_groups<N>(v);
-        if constexpr (F::offset != 0) {
-            __m256i corr[K] = {};
-#pragma GCC unroll 2
-            for (int k = 0; k < NB; ++k)
-                corr[k] =
-                    _mm256_set1_epi32(__builtin_bit_cast(int32_t, words_at(x, stride, b + k)[1]));
-            sums = V::iadd(sums, V::from_halves(corr));
-        }
-        const vec f = V::cvt(sums);
+        __m256 dw[NB], mw[NB];
 #pragma GCC unroll 2
         for (int k = 0; k < NB; ++k) {
-            const float* words = words_at(x, stride, b + k);
-            acc = _mm256_fmadd_ps(V::half_of(f, k),
-                                  _mm256_mul_ps(halves8(dh[k]), _mm256_set1_ps(words[0])), acc);
-            if constexpr (F::min)
-                acc = _mm256_fmadd_ps(halves8(mh[k]), _mm256_set1_ps(words[1]), acc);
+            dw[k] = halves8(dh[k]);
+            if constexpr (F::min) mw[k] = halves8(mh[k]);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j) {
+            const void* pq = codes_at(x[j], b);
+            ivec xq;
+            if constexpr (NB == K)
+                xq = V::iload(pq);
+            else
+                xq = V::iload_first(pq);
+            ivec v[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < N; ++i)
+                v[i] = dot_codes<B>(V::izero(), u[i], xq);
+#pragma GCC unroll 8
+            for (int i = N; i < 8; ++i)
+                v[i] = V::izero();
+            ivec sums = sum_groups<N>(v);
+            if constexpr (F::offset != 0) {
+                __m256i corr[K] = {};
+#pragma GCC unroll 2
+                for (int k = 0; k < NB; ++k)
+                    corr[k] = _mm256_set1_epi32(
+                        __builtin_bit_cast(int32_t, words_at(x[j], stride, b + k)[1]));
+                sums = V::iadd(sums, V::from_halves(corr));
+            }
+            const vec f = V::cvt(sums);
+#pragma GCC unroll 2
+            for (int k = 0; k < NB; ++k) {
+                const float* words = words_at(x[j], stride, b + k);
+                acc[j] = _mm256_fmadd_ps(V::half_of(f, k),
+                                         _mm256_mul_ps(dw[k], _mm256_set1_ps(words[0])), acc[j]);
+                if constexpr (F::min)
+                    acc[j] = _mm256_fmadd_ps(mw[k], _mm256_set1_ps(words[1]), acc[j]);
+            }
         }
     }
 
-    // y[i] = w[i] . x for the N rows w. With `next`, the rows of the next call are fetched into
-    // the cache at the pace these are read.
-    template <class B, int N>
-    static void rows_tile(const B* const* w, const std::byte* x, int64_t stride, int64_t blocks,
-                          float* y, const B* const* next) {
-        __m256 acc = _mm256_setzero_ps();
+    // y[j][i] = w[i] . x[j] for the N rows w and T tokens x. With `next`, the rows of the next
+    // call are fetched into the cache at the pace these are read.
+    template <class B, int N, int T>
+    static void rows_tile(const B* const* w, const std::byte* const* x, int64_t stride,
+                          int64_t blocks, float* const* y, const B* const* next) {
+        __m256 acc[T];
+#pragma GCC unroll 8
+        for (int j = 0; j < T; ++j)
+            acc[j] = _mm256_setzero_ps();
         int64_t b = 0;
         for (; b + K <= blocks; b += K) {
             if (next != nullptr) prefetch_step<B, N>(next, b);
-            rows_step<B, N, K>(acc, w, x, stride, b);
+            rows_step<B, N, K, T>(acc, w, x, stride, b);
         }
         if constexpr (K > 1) {
-            if (b < blocks) rows_step<B, N, 1>(acc, w, x, stride, b);
+            if (b < blocks) rows_step<B, N, 1, T>(acc, w, x, stride, b);
         }
-        alignas(32) float all[8];
-        _mm256_store_ps(all, acc);
-        for (int i = 0; i < N; ++i)
-            y[i] = all[i];
+        for (int j = 0; j < T; ++j) {
+            alignas(32) float all[8];
+            _mm256_store_ps(all, acc[j]);
+            for (int i = 0; i < N; ++i)
+                y[j][i] = all[i];
+        }
     }
 
     // rows_tile for n <= N rows, without prefetch.
-    template <class B, int N = 8>
-    static void rows_any(int n, const B* const* w, const std::byte* x, int64_t stride,
-                         int64_t blocks, float* y) {
+    template <class B, int T, int N = 8>
+    static void rows_any(int n, const B* const* w, const std::byte* const* x, int64_t stride,
+                         int64_t blocks, float* const* y) {
         if constexpr (N > 1) {
-            if (n < N) return rows_any<B, N - 1>(n, w, x, stride, blocks, y);
+            if (n < N) return rows_any<B, T, N - 1>(n, w, x, stride, blocks, y);
         }
-        rows_tile<B, N>(w, x, stride, blocks, y, nullptr);
+        rows_tile<B, N, T>(w, x, stride, blocks, y, nullptr);
     }
 
-    // y[r] = w[r] . x for r in [r0, r1).
-    template <class B>
-    static void range_times_token(const weights& w, int64_t r0, int64_t r1, quant_acts x,
-                                  float* y) {
+    // y[t][r] = w[r] . x[t] for r in [r0, r1) and the T tokens from t0.
+    template <class B, int T>
+    static void range_times_tokens(const weights& w, int64_t r0, int64_t r1, quant_acts x,
+                                   int64_t t0, f32_rows_out y) {
         constexpr int R = 8;
         const int64_t blocks = w.cols / qk8_0;
-        const std::byte* xr = token_row(x, 0);
+        const std::byte* xr[T];
+        for (int j = 0; j < T; ++j)
+            xr[j] = token_row(x, t0 + j);
         for (int64_t r = r0; r < r1; r += R) {
             const int nr = static_cast<int>(lo(R, r1 - r));
             const B* wr[R];
             for (int i = 0; i < nr; ++i)
                 wr[i] = row<B>(w, r + i);
+            float* out[T];
+            for (int j = 0; j < T; ++j)
+                out[j] = out_row(y, t0 + j) + r;
             if (nr == R && r + 2 * R <= r1) {
                 const B* next[R];
                 for (int i = 0; i < R; ++i)
                     next[i] = row<B>(w, r + R + i);
-                rows_tile<B, R>(wr, xr, x.stride, blocks, y + r, next);
+                rows_tile<B, R, T>(wr, xr, x.stride, blocks, out, next);
             } else {
-                rows_any<B>(nr, wr, xr, x.stride, blocks, y + r);
+                rows_any<B, T>(nr, wr, xr, x.stride, blocks, out);
             }
         }
     }
 
+    // Batches up to this many tokens take the rows kernel, each weight register unpacked once
+    // for all of them, instead of transposing panels.
+    static constexpr int64_t few_tokens = 4;
+
     template <class B>
     static void mul_mat_t(const weights& w, int64_t r0, int64_t r1, quant_acts x, int64_t n_tok,
                           f32_rows_out y) {
-        if (n_tok == 1) return range_times_token<B>(w, r0, r1, x, y.data);
+        if (n_tok <= few_tokens) {
+            int64_t t = 0;
+            for (; t + 4 <= n_tok; t += 4)
+                range_times_tokens<B, 4>(w, r0, r1, x, t, y);
+            if (t + 2 <= n_tok) {
+                range_times_tokens<B, 2>(w, r0, r1, x, t, y);
+                t += 2;
+            }
+            if (t < n_tok) range_times_tokens<B, 1>(w, r0, r1, x, t, y);
+            return;
+        }
         constexpr int T = V::q_tokens;
         const int64_t blocks = w.cols / qk8_0;
         panel p;

@@ -86,9 +86,11 @@ void check_against(uint32_t type, const std::vector<float>& want, const std::vec
 }
 
 // Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens; 11
-// and 19 blocks, rows longer than the dense products transpose at once.
+// and 19 blocks, rows longer than the dense products transpose at once; 2, 3 and 4 tokens the
+// dense few-token kernels.
 const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},  {256, 301, 1},
-                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5}, {608, 17, 1}};
+                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5}, {608, 17, 1},
+                            {96, 19, 2},  {352, 37, 4}, {160, 9, 3},  {608, 23, 8}};
 
 } // namespace
 
@@ -269,19 +271,25 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
                     CAPTURE(cols);
                     CAPTURE(level);
                     cpu_device d(2, 0, level);
-                    const auto batch = run(d, 0, n_tok);
-                    for (int64_t t = 0; t < n_tok; ++t) {
-                        CAPTURE(t);
-                        const auto alone = run(d, t, 1);
-                        std::vector<float> from_batch;
-                        const int64_t lens[] = {rows, rows, cols, rows};
-                        int64_t base = 0;
-                        for (int64_t len : lens) {
-                            from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
-                                              batch.begin() + base + (t + 1) * len);
-                            base += len * n_tok;
+                    std::vector<std::vector<float>> alone;
+                    for (int64_t t = 0; t < n_tok; ++t)
+                        alone.push_back(run(d, t, 1));
+                    // Batches of 2 to 4 tokens take the dense few-token kernels, more the panels.
+                    for (int64_t n = 2; n <= n_tok; ++n) {
+                        CAPTURE(n);
+                        const auto batch = run(d, 0, n);
+                        for (int64_t t = 0; t < n; ++t) {
+                            CAPTURE(t);
+                            std::vector<float> from_batch;
+                            const int64_t lens[] = {rows, rows, cols, rows};
+                            int64_t base = 0;
+                            for (int64_t len : lens) {
+                                from_batch.insert(from_batch.end(), batch.begin() + base + t * len,
+                                                  batch.begin() + base + (t + 1) * len);
+                                base += len * n;
+                            }
+                            CHECK(bitwise_equal(alone[static_cast<size_t>(t)], from_batch));
                         }
-                        CHECK(bitwise_equal(alone, from_batch));
                     }
                 }
             }
