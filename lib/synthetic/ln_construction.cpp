@@ -94,7 +94,8 @@ ln_layer_weights draw_ln_layer(const family_traits& f, const synth_options& o, c
     ln_layer_weights lw;
     const uint64_t seed = o.seed;
     auto stream_of = [&](stream s) { return stream_rng(seed, layer, s); };
-    lw.attn_norm = random_norm(g.n_embd, stream_of(stream::attn_norm), stream_of(stream::attn_norm_bias));
+    lw.attn_norm =
+        random_norm(g.n_embd, stream_of(stream::attn_norm), stream_of(stream::attn_norm_bias));
     if (f.id != family::opt) {
         // Channel 0 of the FFN input is the constant 1, the input of the up offsets.
         lw.attn_norm.weight[0] = 0.0f;

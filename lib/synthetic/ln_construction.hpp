@@ -16,7 +16,7 @@ struct ln_layer_weights {
                              // attn_norm_2, the attention's too; opt: the attention's
     norm_params attn_norm_2; // falcon-40b only: the attention's input norm (ln_attn)
     norm_params ffn_norm;    // opt only
-    matrix attn_q, attn_k, attn_v, attn_output; // falcon writes q, k, v as one attn_qkv
+    matrix attn_q, attn_k, attn_v, attn_output;             // falcon writes q, k, v as one attn_qkv
     std::vector<float> q_bias, k_bias, v_bias, output_bias; // opt only
     matrix ffn_up, ffn_down_t;
     std::vector<float> up_bias, down_bias; // opt only

@@ -16,8 +16,8 @@ void rope_neox(matrix& m, int64_t head_dim, double base) {
         for (int64_t h0 = 0; h0 < m.cols; h0 += head_dim) {
             float* x = m.row(t) + h0;
             for (int64_t j = 0; j < half; ++j) {
-                const double theta =
-                    pos * std::pow(base, -2.0 * static_cast<double>(j) / static_cast<double>(head_dim));
+                const double theta = pos * std::pow(base, -2.0 * static_cast<double>(j) /
+                                                              static_cast<double>(head_dim));
                 const double c = std::cos(theta);
                 const double s = std::sin(theta);
                 const double a = x[j];
@@ -57,9 +57,8 @@ matrix layer_norm(const matrix& x, const norm_params& n, double eps) {
         mean /= static_cast<double>(x.cols);
         for (int64_t j = 0; j < x.cols; ++j) {
             const auto k = static_cast<size_t>(j);
-            y.at(t, j) = static_cast<float>((x.at(t, j) - mean) / dev[static_cast<size_t>(t)] *
-                                                n.weight[k] +
-                                            n.bias[k]);
+            y.at(t, j) = static_cast<float>(
+                (x.at(t, j) - mean) / dev[static_cast<size_t>(t)] * n.weight[k] + n.bias[k]);
         }
     }
     return y;
