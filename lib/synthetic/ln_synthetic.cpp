@@ -1,6 +1,7 @@
 #include "synthetic/ln_synthetic.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "synthetic/gguf_output.hpp"
@@ -96,9 +97,22 @@ matrix calibrate_layer(ln_layer_weights& lw, const family_traits& f, const matri
     return out;
 }
 
-// The factor that gives the logits of the calibration tokens the RMS logit_rms.
-float logit_scale(const matrix& h, const norm_params& n, const matrix& head_rows, double eps) {
-    const double r = rms(linear(layer_norm(h, n, eps), head_rows));
+// The factor that gives the logits of the calibration tokens (token t against head row r, the
+// row of token ids[r]) the RMS logit_rms. With a tied output the row of a token's own id holds
+// the embedding the residual started from, and its logit stands far above the rest: those
+// pairs are left out so that the scale is that of the vocabulary at large.
+float logit_scale(const matrix& h, const norm_params& n, const matrix& head_rows, double eps,
+                  const std::vector<int64_t>* ids) {
+    const matrix logits = linear(layer_norm(h, n, eps), head_rows);
+    double sum = 0.0;
+    double count = 0.0;
+    for (int64_t t = 0; t < logits.rows; ++t)
+        for (int64_t r = 0; r < logits.cols; ++r) {
+            if (ids && (*ids)[static_cast<size_t>(t)] == (*ids)[static_cast<size_t>(r)]) continue;
+            sum += static_cast<double>(logits.at(t, r)) * logits.at(t, r);
+            count += 1.0;
+        }
+    const double r = count > 0.0 ? std::sqrt(sum / count) : 0.0;
     return static_cast<float>(logit_rms / std::max(1e-6, r));
 }
 
@@ -133,9 +147,15 @@ void add_ln_tensors(gguf::writer& w, const family_traits& f, const synth_options
     if (opt) {
         // Tied output: the logits are token_embd·(the normed h), so the output norm carries the
         // scale, and it leaves out the constant channel, which would shift every logit alike.
+        // The residual is mostly the token's own embedding; with positive weights its own row
+        // would win every argmax and greedy decoding would repeat the last token. Weights of
+        // random sign make that row's logit a sum of terms of either sign, like any other's.
+        rng sign = stream_rng(o.seed, -1, stream::output_norm_sign);
+        for (float& w_j : out_norm.weight)
+            w_j *= sign.sign();
         out_norm.weight[0] = 0.0f;
         out_norm.bias[0] = 0.0f;
-        const float factor = logit_scale(h, out_norm, rows_of(embd, ids), o.rms_eps);
+        const float factor = logit_scale(h, out_norm, rows_of(embd, ids), o.rms_eps, &ids);
         for (std::vector<float>* v : {&out_norm.weight, &out_norm.bias})
             for (float& x : *v)
                 x = round_f16(static_cast<double>(x) * factor);
@@ -143,7 +163,7 @@ void add_ln_tensors(gguf::writer& w, const family_traits& f, const synth_options
         return;
     }
     matrix output = unscaled_output(o, g);
-    output.scale(logit_scale(h, out_norm, rows_of(output, ids), o.rms_eps));
+    output.scale(logit_scale(h, out_norm, rows_of(output, ids), o.rms_eps, nullptr));
     add_norm(w, "output_norm", out_norm);
     add_matrix(w, "output.weight", output, o.weight_type);
 }

@@ -57,6 +57,7 @@ enum class stream : uint64_t {
     ffn_down_bias,
     position_embd,
     output_norm_bias,
+    output_norm_sign,
 };
 
 // layer -1 is for the tensors outside the blocks.

@@ -127,6 +127,10 @@ def audit_model(c, np, oracle, name, path, audit_tokens):
     distinct = len(set(greedy.tolist()))
     c.check(distinct > len(greedy) // 2,
             f"{name}: greedy tokens vary ({distinct} distinct of {len(greedy)})")
+    # A tied output (opt) must not simply echo the input token.
+    echoes = int((greedy == np.asarray(audit_tokens)).sum())
+    c.check(echoes < len(greedy) // 4,
+            f"{name}: greedy token is the input token at {echoes} of {len(greedy)} positions")
     if not model.file.sparse:
         return
     target = float(model.file.get("powerinfer.synthetic.sparsity"))
