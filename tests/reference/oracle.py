@@ -343,12 +343,17 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, help="override powerinfer.sparse_threshold")
     args = ap.parse_args(argv)
 
-    model = Model(args.model, args.activation, not args.dense, args.threshold)
-    if args.tokens is not None:
-        tokens = parse_tokens(args.tokens)
-    else:
-        tokens = np.random.default_rng(args.seed).integers(0, model.n_vocab, args.random_tokens)
-    audits, logits = model.audit(tokens)
+    try:
+        model = Model(args.model, args.activation, not args.dense, args.threshold)
+        if args.tokens is not None:
+            tokens = parse_tokens(args.tokens)
+        else:
+            tokens = np.random.default_rng(args.seed).integers(0, model.n_vocab,
+                                                               args.random_tokens)
+        audits, logits = model.audit(tokens)
+    except (ValueError, KeyError, OSError) as e:
+        print(f"oracle.py: {e}", file=sys.stderr)
+        return 1
     if args.out:
         np.save(args.out, logits.astype(np.float32))
     if args.audit:
