@@ -1,5 +1,6 @@
 // The tokenizers against the GGUF ecosystem's Llama (SPM) and Falcon (BPE) vectors, which live outside the
 // repository (docs/test-data.md): each test skips where they are absent, and fails under CI=true.
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -200,4 +201,22 @@ TEST_CASE("falcon names a byte it cannot spell instead of dropping it") {
         pi::test::catch_error([&] { (void)falcon().encode("tab\vvertical", false); });
     CHECK(e.code() == pi::status::invalid_argument);
     CHECK(std::string(e.what()).find("byte 0x0B") != std::string::npos);
+}
+
+TEST_CASE("falcon encodes 100 KB words and texts in linear-ish time") {
+    if (!pi::test::require_vector_file(falcon_vocab)) return;
+    const pi::tokenizer& t = falcon();
+    std::mt19937 rng(11);
+    const std::string texts[] = {std::string(100000, 'a'), std::string(100000, ' '),
+                                 std::string(100000, '7'), pi::test::random_utf8(rng, 40000)};
+    for (const std::string& text : texts) {
+        const auto start = std::chrono::steady_clock::now();
+        const pi::test::ids out = t.encode(text, false);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        MESSAGE(text.size() << " bytes -> " << out.size() << " tokens in " << seconds * 1e3
+                            << " ms");
+        CHECK(decode(t, out) == text);
+        CHECK(seconds < 2.0); // milliseconds when linear-ish; a quadratic pass takes minutes
+    }
 }
