@@ -16,8 +16,8 @@ namespace pi {
 namespace {
 
 struct symbol {
-    int32_t id;    // bpe_tables symbol; -1 when the bytes have none or it was merged away
-    size_t start;  // byte range in the word
+    int32_t id;   // bpe_tables symbol; -1 when the bytes have none or it was merged away
+    size_t start; // byte range in the word
     size_t n;
     int64_t prev;
     int64_t next;
@@ -94,8 +94,8 @@ class merger {
                 char hex[8];
                 std::snprintf(hex, sizeof hex, "0x%02X", byte);
                 fail(status::invalid_argument, "byte ", hex,
-                     " of the text has no token in this BPE vocabulary (",
-                     t_.v.text.size(), " tokens): its byte-level character is not a token");
+                     " of the text has no token in this BPE vocabulary (", t_.v.text.size(),
+                     " tokens): its byte-level character is not a token");
             }
             out.push_back(id);
         }

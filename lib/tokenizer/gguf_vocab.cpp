@@ -36,7 +36,8 @@ int32_t read_special_id(const gguf::file& f, const char* key, int32_t def) {
 // plain GPT-2 regex.
 bpe_pre read_pre_tokenizer(const gguf::file& f) {
     const gguf::value* v = f.find("tokenizer.ggml.pre");
-    if (!v) return f.get_string("general.architecture", "") == "opt" ? bpe_pre::gpt2 : bpe_pre::falcon;
+    if (!v)
+        return f.get_string("general.architecture", "") == "opt" ? bpe_pre::gpt2 : bpe_pre::falcon;
     const std::string pre = f.get_string("tokenizer.ggml.pre");
     if (pre == "falcon") return bpe_pre::falcon;
     if (pre == "gpt-2") return bpe_pre::gpt2;

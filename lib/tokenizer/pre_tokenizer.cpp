@@ -41,7 +41,15 @@ std::vector<character> characters_of(std::string_view text) {
 bool is_falcon_punctuation(const character& c) noexcept {
     if (c.cls == cp_class::punctuation) return true;
     switch (c.cp) {
-    case '$': case '+': case '<': case '=': case '>': case '^': case '~': case '|': case '`':
+    case '$':
+    case '+':
+    case '<':
+    case '=':
+    case '>':
+    case '^':
+    case '~':
+    case '|':
+    case '`':
         return true;
     default:
         return false;
@@ -80,8 +88,8 @@ class splitter {
         const auto cp_at = [&](size_t i) { return i < end ? chars_[i].cp : 0xFFFFFFFFu; };
         const auto in = [&](size_t i, cp_class c) { return i < end && chars_[i].cls == c; };
         const auto other_at = [&](size_t i) {
-            return i < end && (chars_[i].cls == cp_class::other ||
-                               chars_[i].cls == cp_class::punctuation);
+            return i < end &&
+                   (chars_[i].cls == cp_class::other || chars_[i].cls == cp_class::punctuation);
         };
         size_t pos = begin;
         while (pos < end) {

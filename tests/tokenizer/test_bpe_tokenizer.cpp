@@ -19,15 +19,26 @@ namespace {
 using pi::test::catch_error;
 using pi::test::ids;
 
-constexpr int32_t a = 0, b = 1, c = 2, space = 3, ab = 4, bc = 5, space_a = 6, aa = 7,
-                  newline = 8, question = 9, euro = 10, endoftext = 11;
+constexpr int32_t a = 0, b = 1, c = 2, space = 3, ab = 4, bc = 5, space_a = 6, aa = 7, newline = 8,
+                  question = 9, euro = 10, endoftext = 11;
 
 // Texts in GPT-2's byte alphabet: "Ġ" (C4 A0) is the space, "Ċ" (C4 8A) the newline.
 pi::vocab tiny_bpe() {
     pi::vocab v;
     v.model = pi::vocab_model::bpe;
-    v.text = {"a",  "b",  "c",          "\xC4\xA0", "ab",      "bc",
-              "\xC4\xA0" "a", "aa", "\xC4\x8A", ">>Q<<", "\xE2\x82\xAC", "<|endoftext|>"};
+    v.text = {"a",
+              "b",
+              "c",
+              "\xC4\xA0",
+              "ab",
+              "bc",
+              "\xC4\xA0"
+              "a",
+              "aa",
+              "\xC4\x8A",
+              ">>Q<<",
+              "\xE2\x82\xAC",
+              "<|endoftext|>"};
     v.type.assign(v.text.size(), pi::token_type::normal);
     v.type[question] = v.type[endoftext] = pi::token_type::control;
     v.bos = v.eos = endoftext;

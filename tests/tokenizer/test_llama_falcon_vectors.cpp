@@ -1,5 +1,6 @@
-// The tokenizers against the GGUF ecosystem's Llama (SPM) and Falcon (BPE) vectors, which live outside the
-// repository (docs/test-data.md): each test skips where they are absent, and fails under CI=true.
+// The tokenizers against the GGUF ecosystem's Llama (SPM) and Falcon (BPE) vectors, which live
+// outside the repository (docs/test-data.md): each test skips where they are absent, and fails
+// under CI=true.
 #include <chrono>
 #include <filesystem>
 #include <memory>

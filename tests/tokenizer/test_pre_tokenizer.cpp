@@ -40,8 +40,11 @@ TEST_CASE("both rules split letters, numbers, other characters and spaces alike"
         CHECK(split(rules, "w048 7tuijk") == words{"w", "048", " 7", "tuijk"});
         CHECK(split(rules, "\xD0\x9F\xD1\x80\xD0\xB8 \xD0\xBC\xD0\xB8\xD1\x80") ==
               words{"\xD0\x9F\xD1\x80\xD0\xB8", " \xD0\xBC\xD0\xB8\xD1\x80"}); // "При мир"
-        CHECK(split(rules, "\xE6\x88\x91" "apple") == words{"\xE6\x88\x91" "apple"}); // CJK is a letter
-        CHECK(split(rules, "\xE3\x80\x80" "a") == words{"\xE3\x80\x80", "a"}); // U+3000 is a space
+        CHECK(split(rules, "\xE6\x88\x91"
+                           "apple") == words{"\xE6\x88\x91"
+                                             "apple"}); // CJK is a letter
+        CHECK(split(rules, "\xE3\x80\x80"
+                           "a") == words{"\xE3\x80\x80", "a"}); // U+3000 is a space
         CHECK(split(rules, "\xF0\x9F\x9A\x80 x") == words{"\xF0\x9F\x9A\x80", " x"});
         CHECK(split(rules, "").empty());
     }
@@ -77,7 +80,8 @@ TEST_CASE("Falcon cuts digit runs into groups of three from the left") {
 }
 
 TEST_CASE("invalid UTF-8 bytes are kept, each an other character") {
-    CHECK(falcon("a\xFF\xFE" "b") == words{"a", "\xFF\xFE", "b"});
+    CHECK(falcon("a\xFF\xFE"
+                 "b") == words{"a", "\xFF\xFE", "b"});
     CHECK(falcon("a \x85") == words{"a", " \x85"}); // a lone 0x85 byte is not U+0085
     CHECK(falcon("ab\xE2\x82") == words{"ab", "\xE2\x82"});
     std::string joined;
@@ -105,12 +109,12 @@ TEST_CASE("the generated tables classify code points by general category and Whi
     CHECK(class_of(0x378) == cp_class::other);        // unassigned
     CHECK(class_of(0x10FFFF) == cp_class::other);
     CHECK(class_of(0x110000) == cp_class::other);
-    for (const char32_t cp : {U'\t', U'\n', U'\v', U'\f', U'\r', U' ', U'\u0085', U'\u00A0',
-                              U'\u1680', U'\u2000', U'\u200A', U'\u2028', U'\u2029', U'\u202F',
-                              U'\u205F', U'\u3000'}) {
+    for (const char32_t cp :
+         {U'\t', U'\n', U'\v', U'\f', U'\r', U' ', U'\u0085', U'\u00A0', U'\u1680', U'\u2000',
+          U'\u200A', U'\u2028', U'\u2029', U'\u202F', U'\u205F', U'\u3000'}) {
         CAPTURE(static_cast<uint32_t>(cp));
         CHECK(class_of(cp) == cp_class::space);
     }
-    CHECK(class_of(0x1C) == cp_class::other); // Python's isspace() says yes; White_Space no
+    CHECK(class_of(0x1C) == cp_class::other);   // Python's isspace() says yes; White_Space no
     CHECK(class_of(0x200B) == cp_class::other); // zero-width space is Cf
 }
