@@ -60,8 +60,9 @@ void layer_probe::write(const std::string& path, const matrix& h, const layer_we
     geometry g = geometry_;
     if (!whole_ffn) g.n_ff = 1;
     gguf::writer w(false);
-    w.set_string("general.architecture", options_.arch);
-    add_hparams(w, options_, g, 1);
+    const char* arch = family_named(options_.arch).file_arch;
+    w.set_string("general.architecture", arch);
+    add_hparams(w, arch, options_, g, 1);
     w.set_string("powerinfer.ffn_activation", "relu");
     // A vocabulary of one token per calibration row; the probe is only ever fed token ids.
     std::vector<std::string> tokens(static_cast<size_t>(h.rows));

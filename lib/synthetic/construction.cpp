@@ -9,29 +9,12 @@
 namespace pi::synth {
 namespace {
 
-constexpr double qk_variance = 2.0;     // variance of q and k entries: scores spread ~2
-constexpr double norm_weight_std = 0.1; // RMSNorm weights are 1 + N(0, 0.1^2)
-
 double pow2_near(double x) {
     return std::exp2(std::round(std::log2(x)));
 }
 
-std::vector<float> norm_weights(int64_t n, rng r) {
-    std::vector<float> w(static_cast<size_t>(n));
-    for (float& v : w)
-        v = round_f16(1.0 + norm_weight_std * r.normal());
-    return w;
-}
-
-low_rank low_rank_factors(const synth_options& o, const geometry& g, int64_t layer) {
-    low_rank f;
-    f.a = rademacher(g.rank0, g.n_embd, stream_rng(o.seed, layer, stream::predictor_a));
-    f.a.zero_column(0);
-    f.b = rademacher(g.n_ff, g.rank0, stream_rng(o.seed, layer, stream::predictor_b));
-    f.scale_a = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.n_embd))));
-    f.scale_b = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.rank0))));
-    return f;
-}
+constexpr double qk_variance = 2.0;     // variance of q and k entries: scores spread ~2
+constexpr double norm_weight_std = 0.1; // RMSNorm weights are 1 + N(0, 0.1^2)
 
 // fc1 = [A'; -A'] with A' = [s_a·A·diag(w); w0·e0], fc2 = [B', -B'] with B' = [s_b·B, b]:
 // fc2·relu(fc1·h) = B'·A'·h = gate·diag(w)·h = rms(h)·(gate·xn), whose sign is the gate's.
@@ -68,6 +51,23 @@ void build_predictor(layer_weights& lw, const std::vector<float>& bias, const sy
 }
 
 } // namespace
+
+std::vector<float> norm_weights(int64_t n, rng r) {
+    std::vector<float> w(static_cast<size_t>(n));
+    for (float& v : w)
+        v = round_f16(1.0 + norm_weight_std * r.normal());
+    return w;
+}
+
+low_rank low_rank_factors(const synth_options& o, const geometry& g, int64_t layer) {
+    low_rank f;
+    f.a = rademacher(g.rank0, g.n_embd, stream_rng(o.seed, layer, stream::predictor_a));
+    f.a.zero_column(0);
+    f.b = rademacher(g.n_ff, g.rank0, stream_rng(o.seed, layer, stream::predictor_b));
+    f.scale_a = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.n_embd))));
+    f.scale_b = static_cast<float>(pow2_near(1.0 / std::sqrt(static_cast<double>(g.rank0))));
+    return f;
+}
 
 float residual_constant(const geometry& g) {
     return round_f16(0.5 * std::sqrt(static_cast<double>(g.n_embd - 1)));

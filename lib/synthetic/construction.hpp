@@ -36,6 +36,12 @@ struct layer_weights {
     low_rank gate_factors;
 };
 
+// Norm weights 1 + N(0, 0.1²), rounded to F16.
+std::vector<float> norm_weights(int64_t n, rng r);
+
+// The gate factors of `layer` (the FFN up factors of the gate-less families).
+low_rank low_rank_factors(const synth_options& o, const geometry& g, int64_t layer);
+
 // The value C of residual channel 0, the gate's bias input: 0.5·sqrt(n_embd - 1), in F16.
 float residual_constant(const geometry& g);
 

@@ -30,8 +30,8 @@ void add_vector(gguf::writer& w, std::string name, std::span<const float> v) {
     w.add_tensor(std::move(name), ggml_type::f32, dims, encode(v, ggml_type::f32));
 }
 
-void add_hparams(gguf::writer& w, const synth_options& o, const geometry& g, int64_t n_layer) {
-    const std::string& a = o.arch;
+void add_hparams(gguf::writer& w, const std::string& a, const synth_options& o, const geometry& g,
+                 int64_t n_layer) {
     w.set_u32(a + ".context_length", static_cast<uint32_t>(o.n_ctx_train));
     w.set_u32(a + ".embedding_length", static_cast<uint32_t>(g.n_embd));
     w.set_u32(a + ".block_count", static_cast<uint32_t>(n_layer));
@@ -43,18 +43,27 @@ void add_hparams(gguf::writer& w, const synth_options& o, const geometry& g, int
     w.set_f32(a + ".rope.freq_base", o.rope_freq_base);
 }
 
-void add_metadata(gguf::writer& w, const synth_options& o, const geometry& g) {
-    const std::string& a = o.arch;
-    w.set_string("general.architecture", a);
-    w.set_string("general.name", concat("synthetic-", a, "-", g.n_embd, "x", g.n_layer));
+void add_general(gguf::writer& w, const family_traits& f, const synth_options& o,
+                 const geometry& g) {
+    w.set_string("general.architecture", f.file_arch);
+    w.set_string("general.name", concat("synthetic-", f.name, "-", g.n_embd, "x", g.n_layer));
     w.set_u32("general.file_type", o.weight_type == ggml_type::f16 ? 1u : 0u);
-    add_hparams(w, o, g, g.n_layer);
+}
+
+void add_powerinfer_keys(gguf::writer& w, const synth_options& o) {
     if (o.sparse) w.set_f32("powerinfer.sparse_threshold", 0.0f);
     if (!o.sparse && o.dense_relu) w.set_string("powerinfer.ffn_activation", "relu");
     w.set_u64("powerinfer.synthetic.seed", o.seed);
     w.set_f32("powerinfer.synthetic.sparsity", o.sparsity);
     w.set_f32("powerinfer.synthetic.power_law", o.power_law);
     w.set_f32("powerinfer.synthetic.predictor_noise", o.predictor_noise);
+}
+
+void add_metadata(gguf::writer& w, const synth_options& o, const geometry& g) {
+    const family_traits& f = family_named(o.arch);
+    add_general(w, f, o, g);
+    add_hparams(w, f.file_arch, o, g, g.n_layer);
+    add_powerinfer_keys(w, o);
 }
 
 void add_layer(gguf::writer& w, const layer_weights& lw, int64_t layer, ggml_type type,

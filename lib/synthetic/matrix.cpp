@@ -71,6 +71,26 @@ double rms(const matrix& m, int64_t first_col) {
     return n > 0.0 ? std::sqrt(sum / n) : 0.0;
 }
 
+float scale_to_rms(const matrix& out, double target) {
+    const double rms = synth::rms(out, 1);
+    return static_cast<float>(rms > 0.0 ? target / rms : 1.0);
+}
+
+matrix ffn_output(const matrix& activation, const matrix& down_t) {
+    matrix out(activation.rows, down_t.cols);
+    for (int64_t t = 0; t < activation.rows; ++t) {
+        float* y = out.row(t);
+        for (int64_t i = 0; i < activation.cols; ++i) {
+            const float a = activation.at(t, i);
+            if (a == 0.0f) continue; // an inactive neuron adds nothing
+            const float* down = down_t.row(i);
+            for (int64_t j = 0; j < down_t.cols; ++j)
+                y[j] += a * down[j];
+        }
+    }
+    return out;
+}
+
 float round_f16(double x) {
     return fp16_to_fp32(fp32_to_fp16(static_cast<float>(x)));
 }

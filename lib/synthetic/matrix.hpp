@@ -34,6 +34,11 @@ float dot(const float* a, const float* b, int64_t n);
 matrix project(const matrix& x, const matrix& w);
 // RMS over the entries of columns first_col.. (1 leaves out the constant channel 0).
 double rms(const matrix& m, int64_t first_col = 0);
+// The factor that gives `out` (without the constant channel 0) the RMS `target`.
+float scale_to_rms(const matrix& out, double target);
+// An FFN block's contribution to the residual: sum over neurons i of activation[t][i] ·
+// down_t row i, for every token t.
+matrix ffn_output(const matrix& activation, const matrix& down_t);
 // x rounded to the nearest F16 value, as F32.
 float round_f16(double x);
 

@@ -6,12 +6,13 @@
 #include <system_error>
 
 #include "quant/types.hpp"
+#include "synthetic/construction.hpp"
+#include "synthetic/family.hpp"
 
 namespace pi::synth {
 
 void validate(const synth_options& o) {
-    if (o.arch != "llama" && o.arch != "bamboo")
-        bad_option("arch '", o.arch, "' is not \"llama\" or \"bamboo\"");
+    const family_traits& f = family_named(o.arch);
     const std::pair<const char*, int32_t> positive[] = {
         {"n_embd", o.n_embd},       {"n_layer", o.n_layer}, {"n_head", o.n_head},
         {"n_head_kv", o.n_head_kv}, {"n_ff", o.n_ff},       {"n_ctx_train", o.n_ctx_train}};
@@ -37,6 +38,12 @@ void validate(const synth_options& o) {
         bad_option("rms_eps (", o.rms_eps, ") must be finite and > 0");
     if (!(o.rope_freq_base > 0.0f && std::isfinite(o.rope_freq_base)))
         bad_option("rope_freq_base (", o.rope_freq_base, ") must be finite and > 0");
+    if (!f.gate && !o.sparse && !o.dense_relu)
+        bad_option("dense_relu = 0 asks for SwiGLU, which needs a gate; ", o.arch,
+                   "'s FFN has none (relu(up·x))");
+    if (f.id == family::opt && o.n_ctx_train < calibration_length)
+        bad_option("n_ctx_train (", o.n_ctx_train, ") must be >= ", calibration_length,
+                   " for opt: the calibration sequences take that many learned positions");
     if (o.vocab_path.empty()) bad_option("vocab_path is empty");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(o.vocab_path, ec))
@@ -58,14 +65,15 @@ geometry make_geometry(const synth_options& o, int64_t n_vocab) {
     return g;
 }
 
-void check_size(const geometry& g) {
+void check_size(const geometry& g, const synth_options& o) {
     const auto d = static_cast<double>(g.n_embd);
     const auto ff = static_cast<double>(g.n_ff);
     const double rank = 2.0 * static_cast<double>(g.rank0 + 1);
     const double per_layer = 2.0 * d + 2.0 * d * d + 2.0 * d * static_cast<double>(g.n_embd_kv) +
                              3.0 * d * ff + rank * (d + ff);
-    const double params =
-        2.0 * d * static_cast<double>(g.n_vocab) + d + static_cast<double>(g.n_layer) * per_layer;
+    const double positions = d * (static_cast<double>(o.n_ctx_train) + 2.0); // opt's table
+    const double params = 2.0 * d * static_cast<double>(g.n_vocab) + d + positions +
+                          static_cast<double>(g.n_layer) * per_layer;
     if (params > 0x1p40)
         bad_option("the model would have ", params, " parameters; at most 2^40 are supported");
 }

@@ -24,6 +24,6 @@ geometry make_geometry(const synth_options& o, int64_t n_vocab);
 
 // Rejects sizes whose element counts could overflow the arithmetic of the construction; memory
 // for anything smaller is the caller's concern (allocation failure surfaces as std::bad_alloc).
-void check_size(const geometry& g);
+void check_size(const geometry& g, const synth_options& o);
 
 } // namespace pi::synth

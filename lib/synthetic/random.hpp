@@ -45,6 +45,19 @@ enum class stream : uint64_t {
     predictor_noise,
     output_norm,
     output,
+    // The LayerNorm families' own tensors (appended: the streams above keep their keys).
+    attn_norm_bias,
+    attn_norm_2,
+    attn_norm_2_bias,
+    ffn_norm_bias,
+    attn_q_bias,
+    attn_k_bias,
+    attn_v_bias,
+    attn_output_bias,
+    ffn_down_bias,
+    position_embd,
+    output_norm_bias,
+    output_norm_sign,
 };
 
 // layer -1 is for the tensors outside the blocks.

@@ -1,8 +1,9 @@
 // Synthetic PowerInfer models: random weights built so that the FFN reaches a chosen activation
-// sparsity with power-law skewed neurons and an exact predictor (docs/synthetic-models.md).
-// The model is built layer by layer; the engine runs each layer over calibration tokens, and
-// what it computes sets the layer's gate biases and output scales, so the statistics hold at
-// every depth.
+// sparsity with power-law skewed neurons and an exact (llama-style families) or calibrated
+// (LayerNorm families) predictor (docs/synthetic-models.md). The model is built layer by layer;
+// each layer runs over calibration tokens (through the engine for the llama-style families,
+// through the writer's own forward pass for falcon and opt), and what it computes sets the
+// layer's biases and output scales, so the statistics hold at every depth.
 #include "synthetic/synthetic.hpp"
 
 #include <algorithm>
@@ -15,35 +16,14 @@
 #include "synthetic/calibration.hpp"
 #include "synthetic/construction.hpp"
 #include "synthetic/gguf_output.hpp"
+#include "synthetic/ln_output.hpp"
+#include "synthetic/ln_synthetic.hpp"
 #include "synthetic/options.hpp"
 
 namespace pi {
 namespace {
 
 using namespace synth;
-
-// The factor that gives `out` (without the constant channel) the RMS `target`.
-float scale_to_rms(const matrix& out, double target) {
-    const double rms = synth::rms(out, 1);
-    return static_cast<float>(rms > 0.0 ? target / rms : 1.0);
-}
-
-// The FFN block's contribution to the residual: sum over neurons of activation_i · ffn_down_t
-// row i, for every token.
-matrix ffn_output(const matrix& activation, const matrix& down_t) {
-    matrix out(activation.rows, down_t.cols);
-    for (int64_t t = 0; t < activation.rows; ++t) {
-        float* y = out.row(t);
-        for (int64_t i = 0; i < activation.cols; ++i) {
-            const float a = activation.at(t, i);
-            if (a == 0.0f) continue; // an inactive neuron adds nothing
-            const float* down = down_t.row(i);
-            for (int64_t j = 0; j < down_t.cols; ++j)
-                y[j] += a * down[j];
-        }
-    }
-    return out;
-}
 
 // h + factor·delta, row by row.
 matrix add_scaled(const matrix& h, const matrix& delta, float factor) {
@@ -78,23 +58,9 @@ matrix calibrate_layer(layer_weights& lw, const matrix& h, const layer_probe& pr
     return add_scaled(second.input, ffn, ffn_factor);
 }
 
-} // namespace
-
-void write_synthetic_model(const synth_options& options, const std::string& out_path) {
-    validate(options);
-    if (out_path.empty()) bad_option("output path is empty");
-    const std::unique_ptr<gguf::file> vocab = gguf::file::open(options.vocab_path);
-    const auto n_vocab =
-        static_cast<int64_t>(vocab->get_string_array("tokenizer.ggml.tokens").size());
-    if (n_vocab == 0) fail(status::format, options.vocab_path, ": tokenizer.ggml.tokens is empty");
-    const geometry g = make_geometry(options, n_vocab);
-    check_size(g);
-
-    gguf::writer w(options.sparse);
-    add_metadata(w, options, g);
-    for (const auto& [key, v] : vocab->metadata())
-        if (std::string_view(key).starts_with("tokenizer.")) w.set(key, v);
-
+// The llama-style families: every tensor, calibrated through the engine's forward pass.
+void add_llama_tensors(gguf::writer& w, const synth_options& options, const geometry& g,
+                       const std::string& out_path) {
     const std::vector<int64_t> calibration_ids = calibration_token_ids(options, g);
     matrix h;
     {
@@ -127,6 +93,32 @@ void write_synthetic_model(const synth_options& options, const std::string& out_
     output.scale(static_cast<float>(logit_rms / std::max(1e-6, logits)));
     add_vector(w, "output_norm.weight", out_norm);
     add_matrix(w, "output.weight", output, options.weight_type);
+}
+
+} // namespace
+
+void write_synthetic_model(const synth_options& options, const std::string& out_path) {
+    validate(options);
+    if (out_path.empty()) bad_option("output path is empty");
+    const family_traits& f = family_named(options.arch);
+    const std::unique_ptr<gguf::file> vocab = gguf::file::open(options.vocab_path);
+    const auto n_vocab =
+        static_cast<int64_t>(vocab->get_string_array("tokenizer.ggml.tokens").size());
+    if (n_vocab == 0) fail(status::format, options.vocab_path, ": tokenizer.ggml.tokens is empty");
+    const geometry g = make_geometry(options, n_vocab);
+    check_size(g, options);
+
+    gguf::writer w(options.sparse);
+    if (f.layer_norm)
+        add_ln_metadata(w, f, options, g);
+    else
+        add_metadata(w, options, g);
+    for (const auto& [key, v] : vocab->metadata())
+        if (std::string_view(key).starts_with("tokenizer.")) w.set(key, v);
+    if (f.layer_norm)
+        add_ln_tensors(w, f, options, g);
+    else
+        add_llama_tensors(w, options, g, out_path);
     w.write(out_path);
 }
 

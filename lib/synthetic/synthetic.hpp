@@ -8,7 +8,10 @@
 namespace pi {
 
 struct synth_options {
-    std::string arch = "llama"; // "llama" (ReGLU) or "bamboo" (relu(gate)*relu(up))
+    // The family (docs/synthetic-models.md, "Families"): "llama" (also "llama-relu"; ReGLU),
+    // "prosparse" (arch llama), "bamboo" (relu(gate)*relu(up)), "falcon" (7B-style),
+    // "falcon-40b" (with attn_norm_2), "opt".
+    std::string arch = "llama";
     int32_t n_embd = 256;
     int32_t n_layer = 2;
     int32_t n_head = 8;
@@ -22,7 +25,7 @@ struct synth_options {
     float sparsity = 0.90f;       // target fraction of FFN neurons inactive per token
     float power_law = 1.0f;       // skew of per-neuron firing frequency (0 = uniform)
     float predictor_noise = 0.0f; // 0 = exact predictor; > 0 perturbs it (recall drops)
-    float rms_eps = 1e-5f;
+    float rms_eps = 1e-5f;        // the RMSNorm or LayerNorm epsilon
     float rope_freq_base = 10000.0f;
     uint64_t seed = 1;
     std::string vocab_path; // vocab-only GGUF whose tokenizer.* keys are copied
