@@ -61,6 +61,17 @@ constexpr type_traits block_type(const char* name) {
             &blocks_from_float<Block, Quantize>};
 }
 
+// K-quant rows: super-blocks of qk_k through an aligned local block, as above.
+template <typename Block, void (*Quantize)(const float*, Block*, int64_t) noexcept>
+void super_blocks_from_float(const float* src, void* dst, int64_t n) noexcept {
+    auto* bytes = static_cast<uint8_t*>(dst);
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        Block b;
+        Quantize(src + i * qk_k, &b, qk_k);
+        std::memcpy(bytes + i * sizeof(Block), &b, sizeof(Block));
+    }
+}
+
 constexpr type_traits plain(const char* name, uint32_t block, uint32_t bytes) {
     return {name, block, bytes, nullptr, nullptr};
 }
@@ -78,11 +89,11 @@ constexpr std::array<type_traits, 19> table = {{
     block_type<block_q5_1, quantize_row_q5_1, dequantize_row_q5_1>("Q5_1"),
     block_type<block_q8_0, quantize_row_q8_0, dequantize_row_q8_0>("Q8_0"),
     plain("Q8_1", 32, 40),
-    plain("Q2_K", 256, 84),
-    plain("Q3_K", 256, 110),
-    plain("Q4_K", 256, 144),
-    plain("Q5_K", 256, 176),
-    plain("Q6_K", 256, 210),
+    {"Q2_K", 256, 84, nullptr, &super_blocks_from_float<block_q2_k, quantize_row_q2_k>},
+    {"Q3_K", 256, 110, nullptr, &super_blocks_from_float<block_q3_k, quantize_row_q3_k>},
+    {"Q4_K", 256, 144, nullptr, &super_blocks_from_float<block_q4_k, quantize_row_q4_k>},
+    {"Q5_K", 256, 176, nullptr, &super_blocks_from_float<block_q5_k, quantize_row_q5_k>},
+    {"Q6_K", 256, 210, nullptr, &super_blocks_from_float<block_q6_k, quantize_row_q6_k>},
     plain("Q8_K", 256, 292),
     plain("I8", 1, 1),
     plain("I16", 1, 2),
