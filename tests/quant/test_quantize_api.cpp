@@ -76,13 +76,15 @@ std::string vocab_file() { return PI_TEST_FIXTURE_VOCAB; }
 
 } // namespace
 
-TEST_CASE("pi_quantize_default_params: Q4_0, all threads, predictor quantized, no callback") {
+TEST_CASE("pi_quantize_default_params: Q4_0, PowerInfer's mix, all threads, predictor quantized, "
+          "no callback") {
     const pi_quantize_params p = pi_quantize_default_params();
     CHECK(p.struct_size == sizeof(pi_quantize_params));
     REQUIRE(p.type != nullptr);
     CHECK(std::string(p.type) == "Q4_0");
     CHECK(p.n_threads == 0);
     CHECK(p.keep_predictor == 0);
+    CHECK(p.pure == 0);
     CHECK((p.progress == nullptr));
 }
 
@@ -100,9 +102,9 @@ TEST_CASE("pi_model_quantize checks its arguments and names the one at fault") {
     p.type = nullptr;
     CHECK(pi_model_quantize(in.c_str(), out.c_str(), &p) == PI_ERR_INVALID_ARGUMENT);
     CHECK(error_mentions("pi_quantize_params.type"));
-    p.type = "Q4_K";
+    p.type = "Q4_K_L";
     CHECK(pi_model_quantize(in.c_str(), out.c_str(), &p) == PI_ERR_INVALID_ARGUMENT);
-    CHECK(error_mentions("Q4_K"));
+    CHECK(error_mentions("Q4_K_L"));
 
     p = pi_quantize_default_params();
     p.struct_size = 3;
@@ -168,7 +170,8 @@ TEST_CASE("an F32 synthetic model converted to F16 loads and predicts like the o
     REQUIRE(pi_synth_model_write(&sp, f32.c_str()) == PI_OK);
     pi_quantize_params qp = pi_quantize_default_params();
     qp.type = "F16";
-    qp.keep_predictor = 1; // otherwise fc1 would become Q5_0, which the engine cannot compute yet
+    qp.pure = 1;           // PowerInfer's mix would make output.weight Q8_0
+    qp.keep_predictor = 1; // and the predictor F32, as it was written
     qp.n_threads = 2;
     REQUIRE(pi_model_quantize(f32.c_str(), f16.c_str(), &qp) == PI_OK);
 
