@@ -126,8 +126,9 @@ class k_quant_mix {
             else if (contains(t.name, "ffn_down.weight"))
                 ++n_ffn_down_;
         }
+        // PowerInfer warns here; every sparse file (ffn_down_t, no ffn_down) would, so a note.
         if (n_attention_wv_ != n_ffn_down_ || n_attention_wv_ != static_cast<int>(n_layer))
-            log(log_level::warn,
+            log(log_level::info,
                 concat(f.path(), ": strange model for the K-quant mix: ", n_attention_wv_,
                        " attn_v/attn_qkv, ", n_ffn_down_, " ffn_down, ", n_layer, " layers"));
     }

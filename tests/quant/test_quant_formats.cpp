@@ -219,8 +219,7 @@ TEST_CASE("the table dispatches exactly the formats that have converters, with c
         CHECK((pi::traits_of(t).to_float != nullptr));
         CHECK((pi::traits_of(t).from_float != nullptr));
     }
-    for (ggml_type t : {ggml_type::q8_1, ggml_type::q2_k, ggml_type::q6_k, ggml_type::q8_k,
-                        ggml_type::i8, ggml_type::i32}) {
+    for (ggml_type t : {ggml_type::q8_1, ggml_type::q8_k, ggml_type::i8, ggml_type::i32}) {
         CAPTURE(std::string(pi::traits_of(t).name));
         CHECK((pi::traits_of(t).to_float == nullptr));
         std::vector<float> x(256, 1.0f);
