@@ -1,7 +1,8 @@
 // Model quantization: plan every tensor first (so that a bad input fails before any work; the
-// plan is PowerInfer's quantize's, get_k_quant_type's mix included), then stream the output: the header goes out first (every size follows from type and shape), then
-// each tensor, converted row-parallel in a oneTBB arena of n_threads a chunk at a time. Memory
-// stays at one chunk whatever the model's size.
+// plan is PowerInfer's quantize's, get_k_quant_type's mix included), then stream the output: the
+// header goes out first (every size follows from type and shape), then each tensor, converted
+// row-parallel in a oneTBB arena of n_threads a chunk at a time. Memory stays at one chunk whatever
+// the model's size.
 #include "model/quantize_model.hpp"
 
 #include <algorithm>
@@ -35,14 +36,22 @@ struct target {
 };
 
 constexpr std::array<target, 16> targets = {{
-    {file_type::all_f32, "F32", ggml_type::f32},     {file_type::mostly_f16, "F16", ggml_type::f16},
-    {file_type::q4_0, "Q4_0", ggml_type::q4_0},      {file_type::q4_1, "Q4_1", ggml_type::q4_1},
-    {file_type::q5_0, "Q5_0", ggml_type::q5_0},      {file_type::q5_1, "Q5_1", ggml_type::q5_1},
-    {file_type::q8_0, "Q8_0", ggml_type::q8_0},      {file_type::q2_k, "Q2_K", ggml_type::q2_k},
-    {file_type::q3_k_s, "Q3_K_S", ggml_type::q3_k},  {file_type::q3_k_m, "Q3_K_M", ggml_type::q3_k},
-    {file_type::q3_k_l, "Q3_K_L", ggml_type::q3_k},  {file_type::q4_k_s, "Q4_K_S", ggml_type::q4_k},
-    {file_type::q4_k_m, "Q4_K_M", ggml_type::q4_k},  {file_type::q5_k_s, "Q5_K_S", ggml_type::q5_k},
-    {file_type::q5_k_m, "Q5_K_M", ggml_type::q5_k},  {file_type::q6_k, "Q6_K", ggml_type::q6_k},
+    {file_type::all_f32, "F32", ggml_type::f32},
+    {file_type::mostly_f16, "F16", ggml_type::f16},
+    {file_type::q4_0, "Q4_0", ggml_type::q4_0},
+    {file_type::q4_1, "Q4_1", ggml_type::q4_1},
+    {file_type::q5_0, "Q5_0", ggml_type::q5_0},
+    {file_type::q5_1, "Q5_1", ggml_type::q5_1},
+    {file_type::q8_0, "Q8_0", ggml_type::q8_0},
+    {file_type::q2_k, "Q2_K", ggml_type::q2_k},
+    {file_type::q3_k_s, "Q3_K_S", ggml_type::q3_k},
+    {file_type::q3_k_m, "Q3_K_M", ggml_type::q3_k},
+    {file_type::q3_k_l, "Q3_K_L", ggml_type::q3_k},
+    {file_type::q4_k_s, "Q4_K_S", ggml_type::q4_k},
+    {file_type::q4_k_m, "Q4_K_M", ggml_type::q4_k},
+    {file_type::q5_k_s, "Q5_K_S", ggml_type::q5_k},
+    {file_type::q5_k_m, "Q5_K_M", ggml_type::q5_k},
+    {file_type::q6_k, "Q6_K", ggml_type::q6_k},
 }};
 
 // PowerInfer's quantize takes the plain K names for the _M variants.
@@ -374,10 +383,10 @@ std::vector<tensor_plan> plan_tensors(const gguf::file& f, const quantize_option
         }
         const uint32_t block = traits_of(to).block_size;
         if (t.ne[0] % block != 0) {
-            plans.push_back({t.type, concat("tensor '", t.name, "': rows of ", t.ne[0],
-                                            " elements are not a multiple of the ",
-                                            type_name(to), " block size ", block, "; kept as ",
-                                            type_name(t.type))});
+            plans.push_back(
+                {t.type, concat("tensor '", t.name, "': rows of ", t.ne[0],
+                                " elements are not a multiple of the ", type_name(to),
+                                " block size ", block, "; kept as ", type_name(t.type))});
             continue;
         }
         plans.push_back({to, {}});
@@ -431,8 +440,9 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
         }
     }
     out.commit();
-    log(log_level::info, concat("quantized ", n_converted, " of ", plans.size(), " tensors of ",
-                                in_path, " to ", goal.name, o.pure ? " (pure)" : "", " into ", out_path));
+    log(log_level::info,
+        concat("quantized ", n_converted, " of ", plans.size(), " tensors of ", in_path, " to ",
+               goal.name, o.pure ? " (pure)" : "", " into ", out_path));
 }
 
 } // namespace pi

@@ -32,7 +32,7 @@ void pack_2bit(const uint8_t* L, uint8_t* qs) noexcept {
     for (int j = 0; j < qk_k; j += 128)
         for (int l = 0; l < 32; ++l)
             qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | L[j + l + 32] << 2 |
-                                                  L[j + l + 64] << 4 | L[j + l + 96] << 6);
+                                                 L[j + l + 64] << 4 | L[j + l + 96] << 6);
 }
 
 // The 6-bit scale and minimum of sub-block j of a Q4_K/Q5_K super-block (ggml's
@@ -101,14 +101,14 @@ void fit_super_block(const float* x, Block& y, uint8_t (&L)[qk_k], int nmax, flo
         if (d == 0.0f) continue;
         const float dm = fp16_to_fp32(y.dmin) * static_cast<float>(m);
         for (int ii = 0; ii < 32; ++ii)
-            L[32 * j + ii] = static_cast<uint8_t>(
-                clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
+            L[32 * j + ii] =
+                static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + ii] + dm) / d), 0, nmax));
     }
 }
 
 } // namespace
 
-void quantize_row_q2_k(const float* x, block_q2_k* y, int64_t n) noexcept {
+PI_QUANT_FMA_CLONES void quantize_row_q2_k(const float* x, block_q2_k* y, int64_t n) noexcept {
     constexpr float q4scale = 15.0f;
     for (int64_t i = 0; i < n / qk_k; ++i, x += qk_k) {
         uint8_t L[qk_k];
@@ -121,8 +121,8 @@ void quantize_row_q2_k(const float* x, block_q2_k* y, int64_t n) noexcept {
         for (int j = 0; j < qk_k / 16; ++j) {
             for (int l = 0; l < 16; ++l)
                 weights[l] = std::fabs(x[16 * j + l]);
-            scales[j] = kquant::fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, mins[j],
-                                              Laux, -0.5f, 0.1f, 15, true);
+            scales[j] = kquant::fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, mins[j], Laux,
+                                              -0.5f, 0.1f, 15, true);
             max_scale = std::max(max_scale, scales[j]);
             max_min = std::max(max_min, mins[j]);
         }
@@ -160,7 +160,7 @@ void quantize_row_q2_k(const float* x, block_q2_k* y, int64_t n) noexcept {
     }
 }
 
-void quantize_row_q3_k(const float* x, block_q3_k* y, int64_t n) noexcept {
+PI_QUANT_FMA_CLONES void quantize_row_q3_k(const float* x, block_q3_k* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk_k; ++i, x += qk_k) {
         int8_t L[qk_k];
         float scales[qk_k / 16];
@@ -220,7 +220,7 @@ void quantize_row_q3_k(const float* x, block_q3_k* y, int64_t n) noexcept {
     }
 }
 
-void quantize_row_q4_k(const float* x, block_q4_k* y, int64_t n) noexcept {
+PI_QUANT_FMA_CLONES void quantize_row_q4_k(const float* x, block_q4_k* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk_k; ++i, x += qk_k) {
         uint8_t L[qk_k];
         fit_super_block(x, y[i], L, 15, -1.0f, 20);
@@ -231,7 +231,7 @@ void quantize_row_q4_k(const float* x, block_q4_k* y, int64_t n) noexcept {
     }
 }
 
-void quantize_row_q5_k(const float* x, block_q5_k* y, int64_t n) noexcept {
+PI_QUANT_FMA_CLONES void quantize_row_q5_k(const float* x, block_q5_k* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk_k; ++i, x += qk_k) {
         uint8_t L[qk_k];
         fit_super_block(x, y[i], L, 31, -0.5f, 15);
@@ -256,7 +256,7 @@ void quantize_row_q5_k(const float* x, block_q5_k* y, int64_t n) noexcept {
     }
 }
 
-void quantize_row_q6_k(const float* x, block_q6_k* y, int64_t n) noexcept {
+PI_QUANT_FMA_CLONES void quantize_row_q6_k(const float* x, block_q6_k* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk_k; ++i, x += qk_k) {
         int8_t L[qk_k];
         float scales[qk_k / 16];

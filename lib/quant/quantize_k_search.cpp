@@ -28,7 +28,7 @@ float signed_absmax(int n, const float* x, float& amax) noexcept {
 
 } // namespace
 
-float fit_symmetric(int n, int nmax, const float* x, int8_t* L) noexcept {
+PI_QUANT_FMA_CLONES float fit_symmetric(int n, int nmax, const float* x, int8_t* L) noexcept {
     float amax;
     const float max = signed_absmax(n, x, amax);
     if (amax < 1e-30f) {
@@ -72,7 +72,8 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L) noexcept {
     return scale;
 }
 
-float fit_symmetric_refined(int n, int nmax, const float* x, int8_t* L) noexcept {
+PI_QUANT_FMA_CLONES float fit_symmetric_refined(int n, int nmax, const float* x,
+                                                int8_t* L) noexcept {
     float amax;
     const float max = signed_absmax(n, x, amax);
     if (amax == 0.0f) {
@@ -119,9 +120,9 @@ float fit_symmetric_refined(int n, int nmax, const float* x, int8_t* L) noexcept
     return sumlx / suml2;
 }
 
-float fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8_t* L,
-                    float& the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
-                    bool use_mad) noexcept {
+PI_QUANT_FMA_CLONES float fit_scale_min(int n, int nmax, const float* x, const float* weights,
+                                        uint8_t* L, float& the_min, uint8_t* Laux, float rmin,
+                                        float rdelta, int nstep, bool use_mad) noexcept {
     float min = x[0];
     float max = x[0];
     float sum_w = weights[0];

@@ -7,6 +7,17 @@
 #include <cmath>
 #include <cstdint>
 
+// The quantizers' fused multiply-adds are std::fma, exact whatever the CPU; without FMA
+// instructions in the build's baseline each is a libm call, which makes the K-quant searches
+// about four times slower. On x86-64 with GCC or Clang the hot functions are therefore also
+// compiled for FMA and picked at load time (same results, bit for bit): PI_QUANT_FMA_CLONES on
+// their definitions.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define PI_QUANT_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define PI_QUANT_FMA_CLONES
+#endif
+
 namespace pi::kquant {
 
 // Round to the nearest integer, ties to even, by adding 1.5 * 2^23 and reading the mantissa

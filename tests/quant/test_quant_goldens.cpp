@@ -57,8 +57,8 @@ void check_format(ggml_type type) {
     int n_bad = 0;
     std::vector<uint8_t> ours(row_bytes);
     for (int64_t r = 0; r < n_rows; ++r) {
-        REQUIRE(pi::quantize_row(type, std::span<const float>(x).subspan(r * row_len, row_len),
-                                 ours));
+        REQUIRE(
+            pi::quantize_row(type, std::span<const float>(x).subspan(r * row_len, row_len), ours));
         const uint8_t* theirs = golden.data() + r * row_bytes;
         if (std::memcmp(ours.data(), theirs, row_bytes) == 0) continue;
         if (++n_bad <= 3)
@@ -71,13 +71,13 @@ void check_format(ggml_type type) {
 } // namespace
 
 TEST_CASE("the 32-element quantizers write ggml's bytes, fused rounding at near-ties included") {
-    for (ggml_type t : {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0, ggml_type::q5_1,
-                        ggml_type::q8_0})
+    for (ggml_type t :
+         {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0, ggml_type::q5_1, ggml_type::q8_0})
         check_format(t);
 }
 
 TEST_CASE("the K-quant quantizers write ggml's bytes") {
-    for (ggml_type t : {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k,
-                        ggml_type::q6_k})
+    for (ggml_type t :
+         {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k})
         check_format(t);
 }

@@ -29,13 +29,13 @@ constexpr bool more_bits[n_layer] = {true, false, false, true, false, false, tru
 
 struct model_spec {
     std::string arch = "llama";
-    bool sparse = false;   // ffn_down_t and the predictor instead of ffn_down
-    int64_t n_embd = 256;  // rows of 256 take K-quants; others fall back
-    int layers = n_layer;  // layers with tensors
+    bool sparse = false;  // ffn_down_t and the predictor instead of ffn_down
+    int64_t n_embd = 256; // rows of 256 take K-quants; others fall back
+    int layers = n_layer; // layers with tensors
     uint32_t block_count = n_layer;
     uint32_t n_head = 4;
     uint32_t n_head_kv = 4;
-    uint32_t experts = 0;  // {arch}.expert_count, with ffn_gate_inp tensors
+    uint32_t experts = 0; // {arch}.expert_count, with ffn_gate_inp tensors
 };
 
 std::vector<float> values(int64_t n, int seed) {
@@ -240,7 +240,7 @@ TEST_CASE("the mix of a llama file: output Q6_K, attn_v/ffn_down/attn_output by 
     cases.push_back(uniform(file_type::q6_k, Q6_K, Q6_K));
     cases.push_back(uniform(file_type::q4_0, Q4_0, Q6_K));
     cases.push_back(uniform(file_type::q5_1, Q5_1, Q6_K));
-    cases.push_back(uniform(file_type::q8_0, Q8_0, Q8_0)); // Q8_0 keeps its output
+    cases.push_back(uniform(file_type::q8_0, Q8_0, Q8_0));      // Q8_0 keeps its output
     cases.push_back(uniform(file_type::mostly_f16, F16, Q6_K)); // even for F16, as PowerInfer
     cases.push_back(uniform(file_type::all_f32, F32, Q6_K));
     for (const expected& e : cases) {

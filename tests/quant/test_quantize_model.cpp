@@ -265,9 +265,8 @@ TEST_CASE(
     for (bool sparse : {true, false}) {
         const std::string in = write_source(dir, sparse);
         const auto src = pi::gguf::file::open(in);
-        for (file_type target : {file_type::q4_0, file_type::q4_1, file_type::q5_0,
-                                 file_type::q5_1, file_type::q8_0, file_type::mostly_f16,
-                                 file_type::all_f32}) {
+        for (file_type target : {file_type::q4_0, file_type::q4_1, file_type::q5_0, file_type::q5_1,
+                                 file_type::q8_0, file_type::mostly_f16, file_type::all_f32}) {
             const std::string name = pi::file_type_name(target);
             CAPTURE(sparse);
             CAPTURE(name);
@@ -441,8 +440,9 @@ TEST_CASE("bad inputs fail with a status naming the cause") {
     const std::string in = write_source(dir, false);
     CHECK(status_of([&] { pi::quantize_model(in, "", options(file_type::q4_0)); }) ==
           pi::status::invalid_argument);
-    CHECK(status_of([&] { pi::quantize_model(in, out, options(static_cast<file_type>(15 + 100))); }) ==
-          pi::status::invalid_argument);
+    CHECK(status_of([&] {
+              pi::quantize_model(in, out, options(static_cast<file_type>(15 + 100)));
+          }) == pi::status::invalid_argument);
     CHECK(status_of([&] { pi::quantize_model(in, out, options(file_type::q4_0, 5000)); }) ==
           pi::status::invalid_argument);
     const std::string no_dir = (fs::path(dir) / "no-such-dir" / "out.gguf").string();
@@ -556,9 +556,9 @@ TEST_CASE("streamed output is byte for byte the file the in-memory writer makes 
 #endif
     for (const std::string& in : {in32, in64}) {
         const auto src = pi::gguf::file::open(in);
-        for (file_type target : {file_type::q4_0, file_type::q4_1, file_type::q5_0,
-                                 file_type::q5_1, file_type::q8_0, file_type::mostly_f16,
-                                 file_type::all_f32, file_type::q4_k_m, file_type::q6_k}) {
+        for (file_type target :
+             {file_type::q4_0, file_type::q4_1, file_type::q5_0, file_type::q5_1, file_type::q8_0,
+              file_type::mostly_f16, file_type::all_f32, file_type::q4_k_m, file_type::q6_k}) {
             for (bool pure : {false, true}) {
                 CAPTURE(in);
                 CAPTURE(pi::file_type_name(target));
