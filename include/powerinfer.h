@@ -696,6 +696,7 @@ typedef struct pi_quantize_params {
     void *progress_user_data;
     int32_t pure;              /* 1: every 2-D weight gets `type`; 0 (default): PowerInfer's
                                   mix (Q6_K output.weight, Q4_0/Q5_0 predictor, K-quant rules) */
+    int32_t leave_output_tensor; /* 1: output.weight is copied unchanged */
 } pi_quantize_params;
 
 /* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size

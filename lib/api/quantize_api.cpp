@@ -16,6 +16,7 @@ pi_quantize_params quantize_defaults() {
     p.n_threads = 0;
     p.keep_predictor = 0;
     p.pure = 0;
+    p.leave_output_tensor = 0;
     return p;
 }
 
@@ -40,6 +41,7 @@ pi_status pi_model_quantize(const char* in_path, const char* out_path,
         o.n_threads = p.n_threads;
         o.keep_predictor = p.keep_predictor != 0;
         o.pure = p.pure != 0;
+        o.leave_output = p.leave_output_tensor != 0;
         progress_bridge bridge{p.progress, p.progress_user_data};
         if (p.progress) {
             o.progress = &progress_bridge::call;

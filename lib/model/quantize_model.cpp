@@ -368,7 +368,8 @@ std::vector<tensor_plan> plan_tensors(const gguf::file& f, const quantize_option
     plans.reserve(f.tensors().size());
     for (const gguf::tensor_info& t : f.tensors()) {
         const bool quantized = t.n_dims == 2 && ends_with(t.name, "weight") &&
-                               !is_integer(t.type) && !contains(t.name, "ffn_gate_inp.weight");
+                               !is_integer(t.type) && !contains(t.name, "ffn_gate_inp.weight") &&
+                               !(o.leave_output && t.name == "output.weight");
         if (!quantized) {
             plans.push_back({t.type, {}});
             continue;

@@ -41,6 +41,7 @@ enum class file_type : uint32_t {
 struct quantize_options {
     file_type target = file_type::q4_0;
     bool pure = false;           // every 2-D weight gets the target's type: no mix
+    bool leave_output = false;   // output.weight copied unchanged (--leave-output-tensor)
     int n_threads = 0;           // <= 0: hardware threads; at most 1024
     bool keep_predictor = false; // leave fc1/fc2 at their input type
     // Called from the calling thread with progress in [0, 1]; returning false cancels.
@@ -66,12 +67,12 @@ struct tensor_plan {
 };
 
 // The plan of every tensor of f, in file order: 2-D tensors whose name ends in "weight" are
-// quantized (except ffn_gate_inp), others copied. Without options.pure, PowerInfer's mix
-// (get_k_quant_type): output.weight Q6_K (Q8_0 for Falcon or rows not a multiple of 256, the
-// target for Q8_0), fc1/fc2 Q4_0 for a Q4_0 target and Q5_0 otherwise, the K-quant rules for
-// attn_v, attn_k, ffn_down, attn_output, attn_qkv, ffn_gate/ffn_up, and K-quants on rows that
-// do not split into 256 replaced by a 32-element type. Throws pi::error(unsupported) for a
-// weight that is already quantized (no requantizing).
+// quantized (except ffn_gate_inp, and output.weight with leave_output), others copied. Without
+// options.pure, PowerInfer's mix (get_k_quant_type): output.weight Q6_K (Q8_0 for Falcon or rows
+// not a multiple of 256, the target for Q8_0), fc1/fc2 Q4_0 for a Q4_0 target and Q5_0 otherwise,
+// the K-quant rules for attn_v, attn_k, ffn_down, attn_output, attn_qkv, ffn_gate/ffn_up, and
+// K-quants on rows that do not split into 256 replaced by a 32-element type. Throws
+// pi::error(unsupported) for a weight that is already quantized (no requantizing).
 std::vector<tensor_plan> plan_tensors(const gguf::file& f, const quantize_options& options);
 
 // Reads in_path, writes out_path through a temporary file renamed into place, streaming: memory

@@ -85,6 +85,7 @@ TEST_CASE("pi_quantize_default_params: Q4_0, PowerInfer's mix, all threads, pred
     CHECK(p.n_threads == 0);
     CHECK(p.keep_predictor == 0);
     CHECK(p.pure == 0);
+    CHECK(p.leave_output_tensor == 0);
     CHECK((p.progress == nullptr));
 }
 

@@ -94,11 +94,12 @@ std::string write_model(const std::string& path, const model_spec& m) {
 // Quantizes and returns every tensor's output type by name; checks that each converted tensor
 // holds the reference quantizer's bytes of the input's values.
 std::map<std::string, ggml_type> quantize(const std::string& in, file_type target,
-                                          bool pure = false) {
+                                          bool pure = false, bool leave_output = false) {
     const std::string out = in + "." + pi::file_type_name(target) + (pure ? ".pure" : "");
     pi::quantize_options o;
     o.target = target;
     o.pure = pure;
+    o.leave_output = leave_output;
     o.n_threads = 2;
     pi::quantize_model(in, out, o);
     const auto src = pi::gguf::file::open(in);
@@ -261,6 +262,11 @@ TEST_CASE("the mix of a llama file: output Q6_K, attn_v/ffn_down/attn_output by 
         CHECK(t.at("output.weight") == e.output);
         CHECK(t.at("output_norm.weight") == F32);
     }
+    // --leave-output-tensor: output.weight copied, the rest of the mix as before.
+    const auto left = quantize(in, file_type::q4_k_m, false, true);
+    CHECK(left.at("output.weight") == F32);
+    CHECK(left.at(layer(0, "attn_v")) == Q6_K);
+    CHECK(quantize(in, file_type::q4_0, true, true).at("output.weight") == F32);
     // --pure: every 2-D weight the target's type, output.weight included.
     for (file_type target : {file_type::q4_k_m, file_type::q4_0, file_type::q3_k_l}) {
         const auto t = quantize(in, target, true);

@@ -19,7 +19,8 @@ static void on_interrupt(int sig) {
 }
 
 static const char usage[] =
-    "usage: pi-quantize IN OUT TYPE [--pure] [--threads N] [--keep-predictor]\n"
+    "usage: pi-quantize IN OUT TYPE [--pure] [--leave-output-tensor] [--threads N]\n"
+    "                   [--keep-predictor]\n"
     "Converts the 2-D weights of a F32/F16 model (sparse PWRI or dense GGUF) to TYPE;\n"
     "norms stay F32, metadata and tensor order are kept.\n"
     "  TYPE                Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 F16 F32 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
@@ -27,6 +28,7 @@ static const char usage[] =
     "      --pure          every 2-D weight gets TYPE; by default PowerInfer's mix:\n"
     "                      output.weight Q6_K (Q8_0 for Falcon), the predictor (fc1/fc2)\n"
     "                      Q4_0 for a Q4_0 TYPE and Q5_0 otherwise, and the K-quant rules\n"
+    "      --leave-output-tensor  copy output.weight unchanged\n"
     "  -t, --threads N     worker threads (default: all hardware threads)\n"
     "      --keep-predictor  leave the predictor (fc1/fc2) at its input type\n"
     "  -h, --help          this text\n"
@@ -67,6 +69,8 @@ static int parse_args(int argc, char** argv, const char* files[3], pi_quantize_p
             p->keep_predictor = 1;
         else if (tool_args_is(&a, NULL, "--pure"))
             p->pure = 1;
+        else if (tool_args_is(&a, NULL, "--leave-output-tensor"))
+            p->leave_output_tensor = 1;
         else if (tool_args_is(&a, "-t", "--threads"))
             tool_args_int(&a, 1, 1024, &p->n_threads);
         else if (tool_args_is_option(&a))
