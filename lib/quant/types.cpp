@@ -33,9 +33,9 @@ void f16_from_float(const float* src, void* dst, int64_t n) noexcept {
 }
 
 // Block formats go through an aligned local block, so file bytes at any offset are fine.
-template <typename Block, void (*Dequantize)(const Block*, float*, int64_t) noexcept>
+template <typename Block, void (*Dequantize)(const Block*, float*, int64_t) noexcept,
+          int64_t qk = 32>
 void blocks_to_float(const void* src, float* dst, int64_t n) noexcept {
-    constexpr int64_t qk = 32;
     const auto* bytes = static_cast<const uint8_t*>(src);
     for (int64_t i = 0; i < n / qk; ++i) {
         Block b;
@@ -61,6 +61,12 @@ constexpr type_traits block_type(const char* name) {
             &blocks_from_float<Block, Quantize>};
 }
 
+// A K-quant super-block type; its quantizer (from_float) is not in the table yet.
+template <typename Block, void (*Dequantize)(const Block*, float*, int64_t) noexcept>
+constexpr type_traits k_type(const char* name) {
+    return {name, qk_k, sizeof(Block), &blocks_to_float<Block, Dequantize, qk_k>, nullptr};
+}
+
 constexpr type_traits plain(const char* name, uint32_t block, uint32_t bytes) {
     return {name, block, bytes, nullptr, nullptr};
 }
@@ -78,11 +84,11 @@ constexpr std::array<type_traits, 19> table = {{
     block_type<block_q5_1, quantize_row_q5_1, dequantize_row_q5_1>("Q5_1"),
     block_type<block_q8_0, quantize_row_q8_0, dequantize_row_q8_0>("Q8_0"),
     plain("Q8_1", 32, 40),
-    plain("Q2_K", 256, 84),
-    plain("Q3_K", 256, 110),
-    plain("Q4_K", 256, 144),
-    plain("Q5_K", 256, 176),
-    plain("Q6_K", 256, 210),
+    k_type<block_q2_k, dequantize_row_q2_k>("Q2_K"),
+    k_type<block_q3_k, dequantize_row_q3_k>("Q3_K"),
+    k_type<block_q4_k, dequantize_row_q4_k>("Q4_K"),
+    k_type<block_q5_k, dequantize_row_q5_k>("Q5_K"),
+    k_type<block_q6_k, dequantize_row_q6_k>("Q6_K"),
     plain("Q8_K", 256, 292),
     plain("I8", 1, 1),
     plain("I16", 1, 2),
