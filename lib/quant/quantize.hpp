@@ -33,4 +33,11 @@ void dequantize_row_q5_0(const block_q5_0* x, float* y, int64_t n) noexcept;
 void dequantize_row_q5_1(const block_q5_1* x, float* y, int64_t n) noexcept;
 void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n) noexcept;
 
+// K-quants: n is a multiple of qk_k (256).
+void dequantize_row_q2_k(const block_q2_k* x, float* y, int64_t n) noexcept;
+void dequantize_row_q3_k(const block_q3_k* x, float* y, int64_t n) noexcept;
+void dequantize_row_q4_k(const block_q4_k* x, float* y, int64_t n) noexcept;
+void dequantize_row_q5_k(const block_q5_k* x, float* y, int64_t n) noexcept;
+void dequantize_row_q6_k(const block_q6_k* x, float* y, int64_t n) noexcept;
+
 } // namespace pi
