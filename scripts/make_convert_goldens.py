@@ -12,7 +12,7 @@ committed files). It needs a Python with torch (CPU is enough) and transformers,
 
 For each model, in <name>/:
   config.json, model.safetensors (F16, as save_pretrained writes it), tokenizer.json,
-  tokenizer_config.json, special_tokens_map.json   the Hugging Face folder;
+  tokenizer_config.json   the Hugging Face folder;
   golden.json   the token ids, per-position logits file, and transformers' tokenization of a
                 few strings (fast tokenizer, no special tokens added unless noted);
   logits.npy    float32 [T, n_vocab]: transformers' logits for those ids, computed in float32 from
@@ -22,7 +22,7 @@ and config.json with sparse_threshold, as PowerInfer's predictor folders are.
 
 Models (hidden 64, 2 layers, ReLU, a byte-level BPE of 320 pieces trained here):
   falcon-mq   FalconForCausalLM, 7B-style: multi_query (one KV head), one input_layernorm,
-              parallel block, ffn 4*hidden (no ffn_hidden_size), tied output;
+              parallel block, ffn 4*hidden, tied output;
   falcon-gqa  FalconForCausalLM, 40B-style: new_decoder_architecture, 8 heads in 2 KV groups,
               ln_attn + ln_mlp, ffn_hidden_size 128, untied lm_head;
   opt         OPTForCausalLM: 4 heads, ffn_dim 128, 64 positions, vocab_size 328 (8 padding

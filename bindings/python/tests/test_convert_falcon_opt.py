@@ -302,16 +302,16 @@ def edit_config(g: Golden, **changes: Any) -> None:
 @pytest.mark.parametrize(
     "name,changes,needles",
     [
-        ("falcon-mq", {"alibi": True}, ["config.json: alibi: alibi is True", "not ALiBi"]),
-        ("falcon-mq", {"bias": True}, ["config.json: bias: bias is True", "no biases"]),
-        ("falcon-mq", {"parallel_attn": False}, ["config.json: parallel_attn: parallel_attn is False", "in parallel"]),
+        ("falcon-mq", {"alibi": True}, ["config.json: alibi: true", "not ALiBi"]),
+        ("falcon-mq", {"bias": True}, ["config.json: bias: true", "no biases"]),
+        ("falcon-mq", {"parallel_attn": False}, ["config.json: parallel_attn: false", "in parallel"]),
         ("falcon-mq", {"activation": "gelu"}, ["config.json: activation: 'gelu' is not relu", "relu(up*x)"]),
         ("falcon-mq", {"activation": None}, ["config.json: activation: has no activation", "GELU", 'set "activation": "relu"']),
         ("falcon-gqa", {"num_kv_heads": 3}, ["num_kv_heads 3 does not divide num_attention_heads 8"]),
-        ("opt", {"do_layer_norm_before": False}, ["config.json: do_layer_norm_before: do_layer_norm_before is False", "OPT-350m"]),
+        ("opt", {"do_layer_norm_before": False}, ["config.json: do_layer_norm_before: false", "OPT-350m"]),
         ("opt", {"word_embed_proj_dim": 32}, ["config.json: word_embed_proj_dim: word_embed_proj_dim 32 differs from hidden_size 64", "project_in"]),
         ("opt", {"activation_function": "gelu"}, ["config.json: activation_function: 'gelu' is not relu"]),
-        ("opt", {"enable_bias": False}, ["config.json: enable_bias: enable_bias is False"]),
+        ("opt", {"enable_bias": False}, ["config.json: enable_bias: false"]),
     ],
 )
 def test_config_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, changes: dict[str, Any], needles: list[str]) -> None:

@@ -3,6 +3,7 @@ readers of config values that every architecture's config reader shares."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -116,4 +117,4 @@ def model_name(folder: Path, c: dict[str, Any]) -> str:
 def refuse_if(path: Path, c: dict[str, Any], key: str, bad: Any, default: Any, reason: str) -> None:
     """Refuses when config key `key` (absent: `default`) equals `bad`."""
     if c.get(key, default) == bad:
-        raise ConvertError(path, f"{key} is {bad!r}: {reason}", key)
+        raise ConvertError(path, f"{json.dumps(bad)}: {reason}", key)
