@@ -1,10 +1,10 @@
 // Byte-level BPE (llama.cpp llm_tokenizer_bpe): the pre-tokenizer's words, each merged on its own
 // by lowest merge rank. Symbols are a linked list over the word's bytes; candidate pairs sit in a
-// min-heap, so a word of n bytes costs O(n log n) however long it is.
+// heap ordered lowest rank first, so a word of n bytes costs O(n log n) however long it is.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <queue>
 #include <string_view>
 #include <vector>
 
@@ -15,24 +15,24 @@
 namespace pi {
 namespace {
 
+// Symbol i starts at byte i of the word (a merge keeps the left side's start) and ends where
+// the next live symbol starts.
 struct symbol {
-    int32_t id;   // bpe_tables symbol; -1 when the bytes have none or it was merged away
-    size_t start; // byte range in the word
-    size_t n;
+    int32_t id; // bpe_tables symbol; -1 when the byte has none or it was merged away
     int64_t prev;
     int64_t next;
 };
 
+// 24 bytes: the heap's sifting is most of the time of a long word.
 struct candidate {
     int32_t rank;
-    int64_t left;
-    int64_t right;
     int32_t left_id; // the sides' symbols when queued: a change since means it is stale
     int32_t right_id;
     int32_t result;
+    int64_t left; // the right side is left's next: that link changes only when left's id does
 
-    // std::priority_queue is a max-heap: "less" is the lower priority, i.e. the higher rank,
-    // then (between equal ranks) the pair further right.
+    // Heap order ("less" is the lower priority): the higher rank, then (between equal ranks) the
+    // pair further right.
     bool operator<(const candidate& o) const noexcept {
         return rank > o.rank || (rank == o.rank && left > o.left);
     }
@@ -44,51 +44,60 @@ class merger {
 
     void encode(std::string_view word, std::vector<int32_t>& out) {
         symbols_.clear();
-        for (size_t i = 0; i < word.size(); ++i) {
-            const auto index = static_cast<int64_t>(i);
-            symbols_.push_back({b_.byte_symbol[static_cast<uint8_t>(word[i])], i, 1, index - 1,
-                                i + 1 == word.size() ? -1 : index + 1});
-        }
-        for (size_t i = 1; i < symbols_.size(); ++i)
-            try_add(static_cast<int64_t>(i) - 1, static_cast<int64_t>(i));
-        while (!queue_.empty()) {
-            const candidate c = queue_.top();
-            queue_.pop();
+        heap_.clear();
+        const auto n = static_cast<int64_t>(word.size());
+        for (int64_t i = 0; i < n; ++i)
+            symbols_.push_back(
+                {b_.byte_symbol[static_cast<uint8_t>(word[i])], i - 1, i + 1 == n ? -1 : i + 1});
+        for (int64_t i = 1; i < n; ++i)
+            add(i - 1, i);
+        std::make_heap(heap_.begin(), heap_.end()); // linear, where n pushes are n log n
+        while (!heap_.empty()) {
+            std::pop_heap(heap_.begin(), heap_.end());
+            const candidate c = heap_.back();
+            heap_.pop_back();
             symbol& left = symbols_[c.left];
-            symbol& right = symbols_[c.right];
-            if (left.id != c.left_id || right.id != c.right_id) continue;
+            if (left.id != c.left_id || left.next < 0) continue;
+            symbol& right = symbols_[left.next];
+            if (right.id != c.right_id) continue;
             left.id = c.result;
-            left.n += right.n;
-            left.next = right.next;
-            if (right.next >= 0) symbols_[right.next].prev = c.left;
             right.id = -1;
-            try_add(left.prev, c.left);
-            try_add(c.left, left.next);
+            left.next = right.next;
+            if (left.next >= 0) symbols_[left.next].prev = c.left;
+            push(left.prev, c.left);
+            push(c.left, left.next);
         }
         for (int64_t i = 0; i != -1; i = symbols_[i].next)
-            emit(word, symbols_[i], out);
+            emit(word.substr(i, (symbols_[i].next < 0 ? n : symbols_[i].next) - i), symbols_[i].id,
+                 out);
     }
 
   private:
-    void try_add(int64_t left, int64_t right) {
-        if (left < 0 || right < 0) return;
+    // Queues the pair (left, right) when a merge names it; false when none does.
+    bool add(int64_t left, int64_t right) {
+        if (left < 0 || right < 0) return false;
         const int32_t l = symbols_[left].id;
         const int32_t r = symbols_[right].id;
-        if (l < 0 || r < 0) return;
+        if (l < 0 || r < 0) return false;
         const auto it = b_.merges.find(bpe_tables::key(l, r));
-        if (it == b_.merges.end()) return;
-        queue_.push({it->second.rank, left, right, l, r, it->second.result});
+        if (it == b_.merges.end()) return false;
+        heap_.push_back({it->second.rank, l, r, it->second.result, left});
+        return true;
+    }
+
+    void push(int64_t left, int64_t right) {
+        if (add(left, right)) std::push_heap(heap_.begin(), heap_.end());
     }
 
     // A final symbol that is no token (a text only merges name, or a byte without a symbol) is
     // spelled by its bytes' one-character tokens.
-    void emit(std::string_view word, const symbol& s, std::vector<int32_t>& out) const {
-        if (s.id >= 0 && s.id < b_.n_vocab) {
-            out.push_back(s.id);
+    void emit(std::string_view piece, int32_t symbol_id, std::vector<int32_t>& out) const {
+        if (symbol_id >= 0 && symbol_id < b_.n_vocab) {
+            out.push_back(symbol_id);
             return;
         }
-        for (size_t i = s.start; i < s.start + s.n; ++i) {
-            const auto byte = static_cast<uint8_t>(word[i]);
+        for (const char ch : piece) {
+            const auto byte = static_cast<uint8_t>(ch);
             const int32_t id = b_.byte_symbol[byte];
             if (id < 0 || id >= b_.n_vocab) {
                 char hex[8];
@@ -104,7 +113,7 @@ class merger {
     const vocab_tables& t_;
     const bpe_tables& b_;
     std::vector<symbol> symbols_;
-    std::priority_queue<candidate> queue_;
+    std::vector<candidate> heap_;
 };
 
 } // namespace
