@@ -438,9 +438,9 @@ def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
 def engine_logits_per_position(path: Path, tokens: list[int], **model_args: Any) -> tuple[np.ndarray, np.ndarray]:
     """(logits after each token fed one at a time, logits of the last token of one batch)."""
     with powerinfer.Model(path, n_threads=2, **model_args) as model:
-        with model.create_context(n_ctx=128) as ctx:
+        with model.create_context(n_ctx=64) as ctx:
             steps = np.stack([ctx.eval([t]).copy() for t in tokens])
-        with model.create_context(n_ctx=128) as ctx:
+        with model.create_context(n_ctx=64) as ctx:
             batch = ctx.eval(tokens).copy()
     return steps, batch
 
