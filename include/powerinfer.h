@@ -215,11 +215,14 @@ PI_API pi_status pi_detokenize(const pi_model *model, const pi_token *tokens, si
                                char *buf, size_t capacity, size_t *len);
 
 PI_API pi_token pi_token_bos(const pi_model *model); /* -1 if none or model is NULL */
+/* 1 when add_bos / PI_TOKENIZE_ADD_BOS puts BOS first for this model's vocabulary (SPM always;
+ * byte-level BPE only with tokenizer.ggml.add_bos_token); 0 otherwise and for NULL. */
+PI_API int32_t pi_vocab_adds_bos(const pi_model *model);
 PI_API pi_token pi_token_eos(const pi_model *model);
 PI_API pi_token pi_token_newline(const pi_model *model);
 PI_API int32_t pi_n_vocab(const pi_model *model);
 
-#define PI_TOKENIZE_ADD_BOS 1u       /* prepend BOS */
+#define PI_TOKENIZE_ADD_BOS 1u       /* prepend BOS when the vocabulary uses one (pi_vocab_adds_bos) */
 #define PI_TOKENIZE_PARSE_SPECIAL 2u /* the text of control tokens ("<s>", "<|im_start|>") is that token */
 /* pi_tokenize with PI_TOKENIZE_* flags; the same buffer contract. Unknown flag bits are
  * PI_ERR_INVALID_ARGUMENT. */

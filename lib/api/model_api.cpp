@@ -181,6 +181,9 @@ pi_status pi_detokenize(const pi_model* model, const pi_token* tokens, size_t n_
 pi_token pi_token_bos(const pi_model* model) {
     return model ? model->impl->vocab().vocabulary().bos : -1;
 }
+int32_t pi_vocab_adds_bos(const pi_model* model) {
+    return model && model->impl->vocab().uses_bos() ? 1 : 0;
+}
 pi_token pi_token_eos(const pi_model* model) {
     return model ? model->impl->vocab().vocabulary().eos : -1;
 }

@@ -80,6 +80,7 @@ TEST_CASE("NULL arguments give PI_ERR_INVALID_ARGUMENT and name the argument") {
     CHECK(pi_synth_model_write(nullptr, "x") == PI_ERR_INVALID_ARGUMENT);
     CHECK(pi_get_logits(nullptr, 0) == nullptr);
     CHECK(pi_token_bos(nullptr) == -1);
+    CHECK(pi_vocab_adds_bos(nullptr) == 0);
     pi_model_free(nullptr);
     pi_context_free(nullptr);
     pi_sampler_free(nullptr);
@@ -151,6 +152,7 @@ TEST_CASE("tokenize reports the needed size, and detokenize inverts it") {
     CHECK(std::string(buf, len) == " And");
     CHECK(pi_token_to_piece(l.model, 99999, buf, sizeof buf, &len) == PI_ERR_INVALID_ARGUMENT);
     CHECK(pi_token_bos(l.model) == 1);
+    CHECK(pi_vocab_adds_bos(l.model) == 1); // SPM
     CHECK(pi_token_eos(l.model) == 2);
     CHECK(pi_token_newline(l.model) == 13);
 }

@@ -273,7 +273,9 @@ int main(int argc, char** argv) {
     }
 
     const pi_token bos = pi_token_bos(model);
-    const int add_bos = bos >= 0; /* SPM vocabularies: the only kind this engine reads */
+    /* Each window starts with BOS where the vocabulary uses one (SPM; not Falcon's BPE), as in
+     * llama.cpp's perplexity. */
+    const int add_bos = bos >= 0 && pi_vocab_adds_bos(model);
     st = pi_tokenize(model, text, text_len, add_bos, NULL, 0, &r.n_tokens);
     if (st != PI_OK && st != PI_ERR_INVALID_ARGUMENT) {
         free(text);
