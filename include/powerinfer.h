@@ -686,11 +686,17 @@ PI_API pi_status pi_synth_model_write(const pi_synth_params *params, const char 
 
 typedef struct pi_quantize_params {
     size_t struct_size;
-    const char *type;          /* target: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "F32" */
+    const char *type;          /* target, as PowerInfer's quantize names it: "Q4_0", "Q4_1",
+                                  "Q5_0", "Q5_1", "Q8_0", "F16", "F32", "Q2_K", "Q3_K_S",
+                                  "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+                                  "Q6_K" ("Q3_K", "Q4_K", "Q5_K": the _M ones) */
     int32_t n_threads;         /* <= 0: hardware threads */
     int32_t keep_predictor;    /* 1: leave fc1/fc2 at their input precision */
     pi_progress_callback progress; /* may be NULL; returning 0 cancels (no output is left) */
     void *progress_user_data;
+    int32_t pure;              /* 1: every 2-D weight gets `type`; 0 (default): PowerInfer's
+                                  mix (Q6_K output.weight, Q4_0/Q5_0 predictor, K-quant rules) */
+    int32_t leave_output_tensor; /* 1: output.weight is copied unchanged */
 } pi_quantize_params;
 
 /* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size

@@ -225,6 +225,7 @@ TEST_CASE("the table dispatches exactly the formats that have converters, with c
                         ggml_type::q6_k}) {
         CAPTURE(std::string(pi::traits_of(t).name));
         CHECK((pi::traits_of(t).to_float != nullptr));
+        CHECK((pi::traits_of(t).from_float != nullptr));
         CHECK(pi::traits_of(t).block_size == 256);
         bytes b(pi::row_bytes(t, 512));
         std::vector<float> y(512);
