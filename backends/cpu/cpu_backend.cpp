@@ -102,7 +102,8 @@ int device_info(context& c, pib_device_info* out) {
     out->weight_types = 0;
     for (const pi::ggml_type t :
          {pi::ggml_type::f32, pi::ggml_type::f16, pi::ggml_type::q4_0, pi::ggml_type::q4_1,
-          pi::ggml_type::q5_0, pi::ggml_type::q5_1, pi::ggml_type::q8_0})
+          pi::ggml_type::q5_0, pi::ggml_type::q5_1, pi::ggml_type::q8_0, pi::ggml_type::q2_k,
+          pi::ggml_type::q3_k, pi::ggml_type::q4_k, pi::ggml_type::q5_k, pi::ggml_type::q6_k})
         out->weight_types |= PIB_TYPE_BIT(static_cast<uint32_t>(t));
     return PIB_OK;
 }

@@ -12,13 +12,15 @@
 // This header is included by the instruction-set files, so it holds declarations and constants
 // only: an inline function used there would be compiled with AVX-512 enabled in one object file
 // and could be the copy the linker keeps for every caller.
+#include "quant/blocks.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace pi::cpu {
 
 // The element types of weight matrices the fast kernels read.
-enum class wtype : uint8_t { f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0 };
+enum class wtype : uint8_t { f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q6_k };
 
 // A matrix of rows of `cols` elements, `stride` bytes apart. Quantized rows hold cols / 32
 // blocks.
@@ -57,7 +59,14 @@ inline constexpr int64_t quant_stride(int64_t blocks) {
     return (blocks + 7) / 8 * 8;
 }
 
-// 64-byte aligned storage for quant_acts.
+// Activation rows quantized to Q8_K for the products with K-quant weights (Q4_K, Q6_K): token
+// t's row of `stride` blocks starts at data + t * stride.
+struct k_acts {
+    const block_q8_k* data;
+    int64_t stride;
+};
+
+// 64-byte aligned storage for quant_acts and k_acts.
 struct alignas(64) cache_line {
     int32_t words[16];
 };
@@ -169,6 +178,29 @@ struct simd_kernels {
     void (*mul_rows_batch_q)(const weights* w, int n_mat, int64_t i0, int64_t i1,
                              const int32_t* offsets, const int32_t* tokens, quant_acts x,
                              const f32_rows_out* y);
+
+    // K-quant weights (Q4_K, Q6_K; simd_kquant_impl.hpp). The products read activations
+    // quantized to Q8_K rows and give every output one sequence of float operations whatever the
+    // entry, tile or batch, so dense and sparse products agree bit for bit, and a token gets the
+    // same bits alone and in a batch.
+    //
+    // Quantizes the `blocks` super-blocks of the activation row x to out.
+    void (*prepare_k)(const float* x, int64_t blocks, block_q8_k* out);
+    // y[r] = w[r] . x for r = rows[i], i in [0, n).
+    void (*mul_rows_k)(const weights& w, const int32_t* rows, int64_t n, const block_q8_k* x,
+                       float* y);
+    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
+    void (*mul_mat_k)(const weights& w, int64_t r0, int64_t r1, k_acts x, int64_t n_tok,
+                      f32_rows_out y);
+    // mul_rows_batch for K-quant weights, n_mat (1 or 2) matrices sharing the lists and x.
+    void (*mul_rows_batch_k)(const weights* w, int n_mat, int64_t i0, int64_t i1,
+                             const int32_t* offsets, const int32_t* tokens, k_acts x,
+                             const f32_rows_out* y);
+    // axpy_rows for K-quant weights, c0 and c1 multiples of qk_k: per listed row, a * d * sc
+    // (rounded once per sub-block) times each code by one FMA per element; for Q4_K the terms
+    // a * dmin * m are summed per sub-block and subtracted once at the end.
+    void (*axpy_rows_k)(const weights& wt, const int32_t* rows, int64_t n, const float* a,
+                        float* y, int64_t c0, int64_t c1);
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.

@@ -9,8 +9,11 @@
 
 namespace pi::cpu {
 
-// fast_matmul.cpp; weights are F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0, lists hold counts
-// within capacity and valid indices.
+// fast_matmul.cpp; weights are F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K (see
+// fast_weight_type), lists hold counts within capacity and valid indices.
+// Whether the fast products and accumulates take weights of this (accepted) type; the others
+// (Q2_K, Q3_K, Q5_K) run on the reference kernels at every level.
+bool fast_weight_type(uint32_t type);
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y);
 // fast_mul_mat_sparse: one or two matrices w[m] of one type and shape sharing x and the lists,
 // into y[m].
@@ -24,6 +27,8 @@ int fast_select_active(context& c, const view& p, float threshold, const view& i
 // fast_quant.cpp: x's rows prepared for products with weights of the quantized `type`, in the
 // context's grow-only scratch.
 quant_acts prepare_activations(context& c, wtype type, const view& x);
+// x's rows quantized to Q8_K (x.ne0 a positive multiple of qk_k), in the same scratch.
+k_acts prepare_k_activations(context& c, const view& x);
 
 // fast_layer.cpp
 int fast_attention(context& c, const view& q, const view& k, const view& v, const view& q_pos,

@@ -33,6 +33,10 @@ weights weights_of(const view& w) {
             return wtype::q5_1;
         case ggml_type::q8_0:
             return wtype::q8_0;
+        case ggml_type::q4_k:
+            return wtype::q4_k;
+        case ggml_type::q6_k:
+            return wtype::q6_k;
         default:
             return wtype::f32;
         }
@@ -42,6 +46,10 @@ weights weights_of(const view& w) {
 
 bool quantized(const weights& w) {
     return w.type != wtype::f32 && w.type != wtype::f16;
+}
+
+bool k_quant(const weights& w) {
+    return w.type == wtype::q4_k || w.type == wtype::q6_k;
 }
 
 f32_rows in_rows(const view& v) {
@@ -59,8 +67,11 @@ int64_t rows_for(const view& w, int64_t bytes) {
 }
 
 // Column chunks of the accumulates: whole cache lines of y, so that no two tasks write one line,
-// and whole blocks of quantized rows.
+// and whole blocks of quantized rows (super-blocks of K-quant rows).
 constexpr int64_t column_align = 32;
+int64_t column_align_of(const weights& w) {
+    return k_quant(w) ? qk_k : column_align;
+}
 
 // Zeroes every row of y (F32), tokens split across threads.
 void zero_rows(context& c, const view& y) {
@@ -122,6 +133,17 @@ constexpr int64_t few_tokens = 16;
 
 } // namespace
 
+bool fast_weight_type(uint32_t type) {
+    switch (static_cast<ggml_type>(type)) {
+    case ggml_type::q2_k:
+    case ggml_type::q3_k:
+    case ggml_type::q5_k:
+        return false;
+    default:
+        return true;
+    }
+}
+
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
     const simd_kernels& k = *c.simd;
     const weights wr = weights_of(w);
@@ -136,6 +158,13 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
     }
     if (w.ne0 == 0) { // no blocks: every product is an empty sum
         zero_rows(c, y);
+        return PIB_OK;
+    }
+    if (k_quant(wr)) {
+        const k_acts xk = prepare_k_activations(c, x);
+        parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
+            k.mul_mat_k(wr, r0, r1, xk, x.ne1, out_rows(y));
+        });
         return PIB_OK;
     }
     const quant_acts xq = prepare_activations(c, wr.type, x);
@@ -156,8 +185,15 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
         wr[m] = weights_of(w[m]);
         out[m] = out_rows(y[m]);
     }
-    const bool quant = quantized(wr[0]);
+    const bool kq = k_quant(wr[0]) && w[0].ne0 > 0;
+    const bool quant = quantized(wr[0]) && !kq;
     const quant_acts xq = quant ? prepare_activations(c, wr[0].type, x) : quant_acts{};
+    const k_acts xk = kq ? prepare_k_activations(c, x) : k_acts{};
+    if (k_quant(wr[0]) && !kq) { // rows without blocks: every product is an empty sum
+        for (int m = 0; m < n_mat; ++m)
+            zero_rows(c, y[m]);
+        return PIB_OK;
+    }
     for (int m = 0; m < n_mat; ++m)
         zero_rows(c, y[m]);
     if (x.ne1 <= few_tokens) {
@@ -180,7 +216,10 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
                     const int64_t k0 = std::max(e0, base) - base;
                     const int64_t k1 = std::min(e1, base + n) - base;
                     if (k0 >= k1) continue;
-                    if (quant)
+                    if (kq)
+                        k.mul_rows_k(wr[m], list + k0, k1 - k0, xk.data + t * xk.stride,
+                                     y[m].row<float>(t));
+                    else if (quant)
                         k.mul_rows_q(
                             wr[m], list + k0, k1 - k0,
                             quant_acts{xq.data + t * quant_block_bytes * xq.stride, xq.stride},
@@ -196,7 +235,9 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
     const neuron_lists lists = by_neuron(c, idx, count, w[0].ne1, nullptr);
     const int64_t chunk = chunk_size(c, w[0].ne1, 16, w[0].ne1, 16, 8);
     parallel_chunks(c, w[0].ne1, chunk, [&](int64_t i0, int64_t i1) {
-        if (quant) {
+        if (kq) {
+            k.mul_rows_batch_k(wr, n_mat, i0, i1, lists.offsets, lists.tokens, xk, out);
+        } else if (quant) {
             k.mul_rows_batch_q(wr, n_mat, i0, i1, lists.offsets, lists.tokens, xq, out);
         } else {
             for (int m = 0; m < n_mat; ++m)
@@ -222,14 +263,21 @@ int fast_axpy_sparse(context& c, const view& wt, const view& a, const view& idx,
     // the rows). The first applies a token's rows in list order, the second in ascending row
     // order: for ascending lists without repeats, as select_active makes them, they give the same
     // bits, so a token gets the same result alone and in any batch.
-    if (a.ne1 == 1 || entries * 4 < a.ne1 * wt.ne1) {
+    // K-quant rows always go token by token (no neuron-major kernel for them yet).
+    if (a.ne1 == 1 || entries * 4 < a.ne1 * wt.ne1 || k_quant(wr)) {
         // In decode a task reads its column block of every listed row: two blocks per thread
         // keep those pieces long (measured: about 1.5x the bandwidth of four).
-        const int64_t chunk = chunk_size(c, cols, 64, cols, column_align, 2);
+        const int64_t align = column_align_of(wr);
+        const int64_t chunk = chunk_size(c, cols, std::max<int64_t>(64, align), cols, align, 2);
         parallel_chunks(c, cols, chunk, [&](int64_t c0, int64_t c1) {
-            for (int64_t t = 0; t < a.ne1; ++t)
-                k.axpy_rows(wr, idx.row<const int32_t>(t), counts[t], a.row<const float>(t),
-                            y.row<float>(t), c0, c1);
+            for (int64_t t = 0; t < a.ne1; ++t) {
+                const int32_t* list = idx.row<const int32_t>(t);
+                const float* at = a.row<const float>(t);
+                if (k_quant(wr))
+                    k.axpy_rows_k(wr, list, counts[t], at, y.row<float>(t), c0, c1);
+                else
+                    k.axpy_rows(wr, list, counts[t], at, y.row<float>(t), c0, c1);
+            }
         });
         return PIB_OK;
     }

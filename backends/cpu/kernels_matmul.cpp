@@ -54,6 +54,11 @@ bool product_shaped(const view& w, const view& x, const view& y) {
            y.ne1 == x.ne1;
 }
 
+// Whether the fast kernels run this product: the context has them and they take w's type.
+bool fast(const context& c, const view& w) {
+    return c.simd != nullptr && fast_weight_type(w.type);
+}
+
 } // namespace
 
 int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tensor* y) {
@@ -61,7 +66,7 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
     if (const int s = make_views({{w, &vw}, {x, &vx}, {y, &vy}}); s != PIB_OK) return s;
     if (!product_shaped(vw, vx, vy)) return PIB_ERR_INVALID_ARGUMENT;
     return with_weight_rows(vw, [&](const auto& rows) -> int {
-        if (c.simd != nullptr) return fast_mul_mat(c, vw, vx, vy);
+        if (fast(c, vw)) return fast_mul_mat(c, vw, vx, vy);
         // Rows of w in parallel; each task reuses its rows for every token.
         parallel_1d(c, vw.ne1, grain_for(vw.ne0 * vx.ne1), [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r)
@@ -89,7 +94,7 @@ int check_sparse(context& c, const view& w, const view& x, const view& idx, cons
 // A checked row-sparse product.
 int sparse_product(context& c, const view& vw, const view& vx, const view& vi, const view& vc,
                    const view& vy, int64_t longest) {
-    if (c.simd != nullptr) return fast_mul_mat_sparse(c, {&vw, 1}, vx, vi, vc, {&vy, 1});
+    if (fast(c, vw)) return fast_mul_mat_sparse(c, {&vw, 1}, vx, vi, vc, {&vy, 1});
     return with_weight_rows(vw, [&](const auto& rows) {
         parallel_2d(c, vy.ne1, vy.ne0, 4096, [&](int64_t t, int64_t c0, int64_t c1) {
             float* out = vy.row<float>(t);
@@ -144,7 +149,7 @@ int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, cons
     // Jointly where both matrices have one type: the fast kernels then prepare x and regroup the
     // lists once, and the rows of a quantized pair share each token's activations as they are
     // read. Otherwise one after the other.
-    if (c.simd == nullptr || vw[0].type != vw[1].type) {
+    if (!fast(c, vw[0]) || vw[0].type != vw[1].type) {
         if (const int s = sparse_product(c, vw[0], vx, vi, vc, vy[0], longest); s != PIB_OK)
             return s;
         return sparse_product(c, vw[1], vx, vi, vc, vy[1], longest);
@@ -164,7 +169,7 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
     return with_weight_rows(vw, [&](const auto& rows) {
         if (max_count(c, vi, vc, vw.ne1) == invalid_list)
             return static_cast<int>(PIB_ERR_INVALID_ARGUMENT);
-        if (c.simd != nullptr) return fast_axpy_sparse(c, vw, va, vi, vc, vy);
+        if (fast(c, vw)) return fast_axpy_sparse(c, vw, va, vi, vc, vy);
         const int32_t* n = vc.row<const int32_t>(0);
         // Each task owns a block of output columns of one token and walks that token's list in
         // order, so every y element is summed by one thread in a fixed order.

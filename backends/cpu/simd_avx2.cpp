@@ -80,6 +80,7 @@ struct avx2 {
     static ivec ixor(ivec a, ivec b) { return _mm256_xor_si256(a, b); }
     static ivec isub8(ivec a, ivec b) { return _mm256_sub_epi8(a, b); }
     static ivec srli(ivec a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+    static ivec slli(ivec a, int n) { return _mm256_sll_epi32(a, _mm_cvtsi32_si128(n)); }
     static vec cvt(ivec a) { return _mm256_cvtepi32_ps(a); }
     static vec as_float(ivec a) { return _mm256_castsi256_ps(a); }
 

@@ -88,6 +88,7 @@ struct avx512 {
     static ivec isub8(ivec a, ivec b) { return _mm512_sub_epi8(a, b); }
     static ivec ifirst(ivec a) { return _mm512_maskz_mov_epi32(0x00ff, a); }
     static ivec srli(ivec a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+    static ivec slli(ivec a, int n) { return _mm512_sll_epi32(a, _mm_cvtsi32_si128(n)); }
     static vec cvt(ivec a) { return _mm512_cvtepi32_ps(a); }
     static vec as_float(ivec a) { return _mm512_castsi512_ps(a); }
 

@@ -9,6 +9,7 @@
 // read a vector of columns at a time, quantized rows a block at a time (32-column aligned ranges).
 #include "cpu_simd.hpp"
 #include "pib_backend.h"
+#include "simd_kquant_impl.hpp"
 #include "simd_quant_impl.hpp"
 #include "simd_vector.hpp"
 
@@ -20,6 +21,7 @@ namespace pi::cpu::simd {
 template <quant_vector V> struct impl {
     using vec = typename V::vec;
     using Q = quant_impl<V>;
+    using KQ = kquant_impl<V>;
 
     // e^x within 2 ulp on [-87.3, 88] (clamped outside): x = n ln2 + r, a degree-6 polynomial
     // for e^r and a scale by 2^n.
@@ -827,6 +829,11 @@ template <quant_vector V> struct impl {
             .mul_rows_q = Q::mul_rows_q,
             .mul_mat_q = Q::mul_mat_q,
             .mul_rows_batch_q = Q::mul_rows_batch_q,
+            .prepare_k = KQ::prepare_k,
+            .mul_rows_k = KQ::mul_rows_k,
+            .mul_mat_k = KQ::mul_mat_k,
+            .mul_rows_batch_k = KQ::mul_rows_batch_k,
+            .axpy_rows_k = KQ::axpy_rows_k,
         };
     }
 };

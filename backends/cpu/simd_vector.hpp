@@ -99,12 +99,14 @@ concept quant_vector = float_vector<V> &&
     eight = V::half_of(a, 0);
 
     // For dequantizing V::lanes columns: bytes widened to int32 lanes; lane_bits(bits, e0) is 16
-    // in each lane k whose bit e0 + k of bits is set; isub8 subtracts per byte.
+    // in each lane k whose bit e0 + k of bits is set; srli and slli shift int32 lanes; isub8
+    // subtracts per byte.
     requires requires(const uint8_t* u8, const int8_t* s8, uint32_t bits, int64_t e0, int n) {
         { V::widen_u8(u8) } -> std::same_as<typename V::ivec>;
         { V::widen_i8(s8) } -> std::same_as<typename V::ivec>;
         { V::lane_bits(bits, e0) } -> std::same_as<typename V::ivec>;
         { V::srli(i, n) } -> std::same_as<typename V::ivec>;
+        { V::slli(i, n) } -> std::same_as<typename V::ivec>;
     };
     { V::iand(i, j) } -> std::same_as<typename V::ivec>;
     { V::ior(i, j) } -> std::same_as<typename V::ivec>;

@@ -23,7 +23,12 @@ inline constexpr uint32_t Q4_1 = 3;
 inline constexpr uint32_t Q5_0 = 6;
 inline constexpr uint32_t Q5_1 = 7;
 inline constexpr uint32_t Q8_0 = 8;
-inline constexpr uint32_t Q2_K = 10; // 256-element blocks of 84 bytes; no kernel reads it
+inline constexpr uint32_t Q2_K = 10; // 256-element blocks of 84 bytes
+inline constexpr uint32_t Q3_K = 11;
+inline constexpr uint32_t Q4_K = 12;
+inline constexpr uint32_t Q5_K = 13;
+inline constexpr uint32_t Q6_K = 14;
+inline constexpr uint32_t Q8_K = 15; // 256-element blocks of 292 bytes; activations only, no kernel reads it
 inline constexpr uint32_t I32 = 18;
 
 // Every test tensor starts this far into its buffer, so a kernel that ignores offsets fails.

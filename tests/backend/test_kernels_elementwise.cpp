@@ -33,8 +33,8 @@ TEST_CASE("get_rows rejects ids out of range and unsupported table types") {
     }
     const pib_tensor ids3 = d.i32(3, 1, std::vector<int32_t>{0, 1, 2});
     CHECK(d.vt().get_rows(d.ctx(), &table, &ids3, &out) == PIB_ERR_INVALID_ARGUMENT);
-    const std::vector<unsigned char> blocks(3 * 84, 0);
-    const pib_tensor q = d.raw(Q2_K, 256, 3, blocks.data()); // K-quants are not read
+    const std::vector<unsigned char> blocks(3 * 292, 0);
+    const pib_tensor q = d.raw(Q8_K, 256, 3, blocks.data()); // Q8_K is no weight type
     const pib_tensor ids = d.i32(2, 1, std::vector<int32_t>{0, 2});
     const pib_tensor out32 = d.zeros_f32(256, 2);
     CHECK(d.vt().get_rows(d.ctx(), &q, &ids, &out32) == PIB_ERR_UNSUPPORTED);

@@ -207,8 +207,8 @@ TEST_CASE("mul_mat_sparse2 gives each matrix the bits of its own mul_mat_sparse,
     CHECK(vt.mul_mat_sparse2(d.ctx(), &w, &w, &x2, &past.idx, &past.count, &y, &y_other) ==
           PIB_ERR_INVALID_ARGUMENT);
     // A type neither kernel reads, in either place, fails before anything is written.
-    const std::vector<unsigned char> blocks(84 * 5, 0);
-    const pib_tensor q = d.raw(Q2_K, 256, 5, blocks.data());
+    const std::vector<unsigned char> blocks(292 * 5, 0);
+    const pib_tensor q = d.raw(Q8_K, 256, 5, blocks.data());
     const pib_tensor w256 = d.f32(256, 5, random_floats(256 * 5, 30));
     const pib_tensor x256 = d.f32(256, 2, random_floats(512, 31));
     const pib_tensor marked = d.f32(5, 2, std::vector<float>(10, 7.0f));
@@ -353,8 +353,8 @@ TEST_CASE("matrix kernels reject bad arguments with INVALID_ARGUMENT and other w
         CHECK(vt.mul_mat(d.ctx(), &unknown, &x, &y) == PIB_ERR_INVALID_ARGUMENT);
         const pib_tensor xh = d.f16(8, 2, random_floats(16, 4));
         CHECK(vt.mul_mat(d.ctx(), &w, &xh, &y) == PIB_ERR_INVALID_ARGUMENT);
-        const std::vector<unsigned char> blocks(84 * 5, 0);
-        const pib_tensor q = d.raw(Q2_K, 256, 5, blocks.data()); // K-quants are not read
+        const std::vector<unsigned char> blocks(292 * 5, 0);
+        const pib_tensor q = d.raw(Q8_K, 256, 5, blocks.data()); // Q8_K is no weight type
         const pib_tensor x32 = d.f32(256, 2, random_floats(512, 5));
         CHECK(vt.mul_mat(d.ctx(), &q, &x32, &y) == PIB_ERR_UNSUPPORTED);
         const auto l = upload_lists(d, {{0}, {1}}, 1);

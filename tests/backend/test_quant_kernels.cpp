@@ -1,12 +1,14 @@
-// mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights,
-// at every kernel level this machine runs, against a "dequantize, then F32" oracle: the weights
+// mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights and
+// the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, at every kernel level this machine runs, against a "dequantize, then F32" oracle: the weights
 // dequantized with traits_of(type).to_float into an F32 tensor and the SCALAR kernel run on that.
 //
 // Tolerances, with scale = sum|w * x| over the dequantized weights:
 // - scalar kernels: |got - oracle| <= 1e-5 * scale + 1e-6 (they dequantize block by block and
 //   sum in the oracle's order, so in practice the bits agree; get_rows is checked bitwise);
 // - fast kernels: |got - oracle| <= 1e-2 * scale + 1e-6, room for quantizing the activations to
-//   8-bit blocks (a relative error of at most 1/254 per element) before integer dot products.
+//   8-bit blocks (a relative error of at most 1/254 per element) before integer dot products
+//   (blocks of 32, or Q8_K super-blocks of 256 for Q4_K and Q6_K; the other K-quants run on the
+//   reference kernels at every level, within the scalar tolerance).
 // Every level gives the same bits on 1 and 2 threads, and a token the same bits alone or in a
 // batch.
 #include "backend_test_util.hpp"
@@ -15,6 +17,8 @@
 #include "cpu/cpu_simd.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 #include <string>
 
 using namespace pi::test;
@@ -25,7 +29,11 @@ constexpr double scalar_rel = 1e-5;
 constexpr double fast_rel = 1e-2;
 constexpr double abs_tol = 1e-6;
 
-constexpr uint32_t all_types[] = {Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+constexpr uint32_t all_types[] = {Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K};
+
+bool k_quant(uint32_t type) {
+    return pi::traits_of(type).block_size == 256;
+}
 
 // A quantized matrix and its dequantized values, rows of `cols` elements.
 struct quantized {
@@ -33,11 +41,53 @@ struct quantized {
     std::vector<float> values;
 };
 
+// Where of a K-quant block its binary16 scales lie (byte offsets).
+std::vector<size_t> k_scale_offsets(uint32_t type) {
+    switch (type) {
+    case Q2_K:
+        return {80, 82};
+    case Q3_K:
+        return {108};
+    case Q6_K:
+        return {208};
+    default: // Q4_K, Q5_K
+        return {0, 2};
+    }
+}
+
+// K-quant blocks of random bytes whose binary16 scales are random in ±[2^-10, 2^-6): any codes,
+// sub-block scales and minima, with values of about the size of the other types' (these tests
+// check the kernels, not a quantizer).
+std::vector<unsigned char> random_k_blocks(uint32_t type, size_t n_blocks, uint32_t seed) {
+    const size_t size = pi::traits_of(type).type_size;
+    std::mt19937 rng(seed);
+    std::vector<unsigned char> out(size * n_blocks);
+    for (auto& b : out)
+        b = static_cast<unsigned char>(rng() & 0xff);
+    const std::vector<size_t> halves = k_scale_offsets(type);
+    for (size_t k = 0; k < n_blocks; ++k)
+        for (size_t off : halves) {
+            const uint32_t r = rng();
+            const uint16_t h = static_cast<uint16_t>((r & 0x8000u) | (5u + (r >> 16) % 4) << 10 |
+                                                     (r & 0x3ffu));
+            std::memcpy(out.data() + k * size + off, &h, sizeof h);
+        }
+    return out;
+}
+
+// Quantized by the type's quantizer, or for the K-quants random blocks.
 quantized quantize(uint32_t type, int64_t cols, int64_t rows, uint32_t seed) {
-    const auto src = random_floats(static_cast<size_t>(cols * rows), seed);
     const size_t row = pi::row_bytes(static_cast<pi::ggml_type>(type), cols);
-    quantized q{std::vector<unsigned char>(row * static_cast<size_t>(rows)), src};
     const pi::type_traits tt = pi::traits_of(type);
+    if (k_quant(type)) {
+        quantized q{random_k_blocks(type, row / tt.type_size * static_cast<size_t>(rows), seed),
+                    std::vector<float>(static_cast<size_t>(cols * rows))};
+        for (int64_t r = 0; r < rows; ++r)
+            tt.to_float(q.blocks.data() + row * r, q.values.data() + r * cols, cols);
+        return q;
+    }
+    const auto src = random_floats(static_cast<size_t>(cols * rows), seed);
+    quantized q{std::vector<unsigned char>(row * static_cast<size_t>(rows)), src};
     for (int64_t r = 0; r < rows; ++r) {
         tt.from_float(src.data() + r * cols, q.blocks.data() + row * r, cols);
         tt.to_float(q.blocks.data() + row * r, q.values.data() + r * cols, cols);
@@ -88,15 +138,24 @@ void check_against(uint32_t type, const std::vector<float>& want, const std::vec
 // Batches of 3, 7 and 9 tokens cover full and partial register tiles of rows and tokens; 11
 // and 19 blocks, rows longer than the dense products transpose at once; 2, 3 and 4 tokens the
 // dense few-token kernels.
-const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},  {256, 301, 1},
-                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5}, {608, 17, 1},
-                            {96, 19, 2},  {352, 37, 4}, {160, 9, 3},  {608, 23, 8}};
+// For the K-quants (whole super-blocks): 1 to 9 tokens, and 20, past the sparse products'
+// token-by-token limit.
+const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},   {256, 301, 1},
+                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5},  {608, 17, 1},
+                            {96, 19, 2},  {352, 37, 4}, {160, 9, 3},   {608, 23, 8}};
+const mat_shape k_shapes[] = {{256, 301, 1}, {512, 37, 3}, {768, 21, 9}, {256, 41, 20},
+                              {1024, 17, 4}, {512, 13, 2}, {2048, 9, 1}};
+
+std::span<const mat_shape> shapes_for(uint32_t type) {
+    if (k_quant(type)) return k_shapes;
+    return shapes;
+}
 
 } // namespace
 
 TEST_CASE("mul_mat on quantized weights matches the F32 kernel on the dequantized weights") {
     for (uint32_t type : all_types) {
-        for (const mat_shape& s : shapes) {
+        for (const mat_shape& s : shapes_for(type)) {
             CAPTURE(type);
             CAPTURE(s.cols);
             CAPTURE(s.rows);
@@ -120,7 +179,7 @@ TEST_CASE("mul_mat on quantized weights matches the F32 kernel on the dequantize
 
 TEST_CASE("mul_mat_sparse on quantized weights matches the F32 kernel, empty and full lists") {
     for (uint32_t type : all_types) {
-        for (const mat_shape& s : shapes) {
+        for (const mat_shape& s : shapes_for(type)) {
             CAPTURE(type);
             CAPTURE(s.rows);
             CAPTURE(s.n_tok);
@@ -147,7 +206,7 @@ TEST_CASE("mul_mat_sparse on quantized weights matches the F32 kernel, empty and
 TEST_CASE("axpy_sparse over quantized rows matches the F32 kernel, skipping zero activations") {
     // wt [cols][rows]: list entries index its rows, y gets `cols` columns per token.
     for (uint32_t type : all_types) {
-        for (const mat_shape& s : shapes) {
+        for (const mat_shape& s : shapes_for(type)) {
             CAPTURE(type);
             CAPTURE(s.cols);
             CAPTURE(s.rows);
@@ -189,7 +248,8 @@ TEST_CASE("axpy_sparse over quantized rows matches the F32 kernel, skipping zero
 
 TEST_CASE("get_rows dequantizes quantized table rows exactly as traits_of().to_float") {
     for (uint32_t type : all_types) {
-        for (int64_t cols : {32, 96, 4160}) {
+        for (int64_t cols0 : {32, 96, 4160}) {
+            const int64_t cols = k_quant(type) ? cols0 / 32 * 256 : cols0;
             CAPTURE(type);
             CAPTURE(cols);
             const int64_t rows = 11;
@@ -219,7 +279,8 @@ TEST_CASE("get_rows dequantizes quantized table rows exactly as traits_of().to_f
 TEST_CASE("a token gets the same bits from the quantized kernels decoded alone or in a batch") {
     const int64_t rows = 37, n_tok = 9;
     for (uint32_t type : all_types)
-        for (int64_t cols : {96, 352}) {
+        for (int64_t cols0 : {96, 352}) {
+            const int64_t cols = k_quant(type) ? cols0 / 32 * 256 : cols0;
             const quantized q = quantize(type, cols, rows, 12);
             const quantized qt = quantize(type, cols, rows, 13);
             const auto x = random_floats(static_cast<size_t>(cols * n_tok), 14);
@@ -357,4 +418,36 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
                 bitwise_equal(run(pi::cpu::avx512_kernels()), run(pi::cpu::avx512_vnni_kernels())));
         }
     }
+}
+
+TEST_CASE("K-quant row-sparse products give the dense product's bits on the listed rows") {
+    // The Q4_K and Q6_K kernels compute every (row, token) product in one way, so a sparse
+    // product with every row listed is the dense one, bit for bit, alone and in a batch.
+    const int64_t rows = 29;
+    for (uint32_t type : {Q4_K, Q6_K})
+        for (int64_t cols : {256, 1280})
+            for (int64_t n_tok : {1, 3, 20}) {
+                CAPTURE(type);
+                CAPTURE(cols);
+                CAPTURE(n_tok);
+                const quantized q = quantize(type, cols, rows, 21);
+                const auto x = random_floats(static_cast<size_t>(cols * n_tok), 22);
+                std::vector<std::vector<int32_t>> lists(static_cast<size_t>(n_tok));
+                for (auto& l : lists)
+                    for (int32_t r = 0; r < rows; ++r)
+                        l.push_back(r);
+                for (int32_t level : fast_levels()) {
+                    CAPTURE(level);
+                    cpu_device d(2, 0, level);
+                    const pib_tensor w = d.raw(type, cols, rows, q.blocks.data());
+                    const pib_tensor tx = d.f32(cols, n_tok, x);
+                    const auto l = upload_lists(d, lists, rows);
+                    const pib_tensor dense = d.zeros_f32(rows, n_tok);
+                    const pib_tensor sparse = d.zeros_f32(rows, n_tok);
+                    REQUIRE(d.vt().mul_mat(d.ctx(), &w, &tx, &dense) == PIB_OK);
+                    REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &w, &tx, &l.idx, &l.count, &sparse) ==
+                            PIB_OK);
+                    CHECK(bitwise_equal(d.read_f32(dense), d.read_f32(sparse)));
+                }
+            }
 }
