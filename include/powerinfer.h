@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define PI_VERSION_MAJOR 0
-#define PI_VERSION_MINOR 3
+#define PI_VERSION_MINOR 4
 #define PI_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as pi_version_number() returns it. */
 #define PI_VERSION_NUMBER (PI_VERSION_MAJOR * 10000 + PI_VERSION_MINOR * 100 + PI_VERSION_PATCH)
@@ -157,7 +157,7 @@ PI_API void pi_model_free(pi_model *model);
 
 typedef struct pi_model_info {
     size_t struct_size;
-    char architecture[32];      /* "llama", "bamboo" */
+    char architecture[32];      /* "llama", "bamboo", "falcon", "opt" */
     char name[128];             /* general.name or "" */
     uint64_t n_params;          /* parameters (elements of all weights) */
     uint64_t file_size;         /* bytes */
@@ -419,10 +419,12 @@ PI_API pi_status pi_predictor_audit_get(const pi_context *ctx, int32_t layer, pi
  * Called on the decoding thread once per layer per batch, in layer order, after the FFN's
  * activation and before its down projection adds into the residual stream (pi_generate's
  * decodes call it too).
- * - ffn_input [n_tokens][n_embd]: the residual stream before ffn_norm (what the predictor reads).
+ * - ffn_input [n_tokens][n_embd]: the residual stream before ffn_norm (what the predictor reads;
+ *   falcon: the layer input).
  * - activation [n_tokens][n_ff]: the FFN activation the engine computed from gate·xn and up·xn,
  *   xn = ffn_norm(ffn_input) (ReGLU: relu(gate·xn) * (up·xn); bamboo: relu of both; SwiGLU for
- *   a dense SiLU file). When every neuron is computed (a dense file, or
+ *   a dense SiLU file; falcon and opt: relu(up·xn (+ bias)), xn = attn_norm(ffn_input) for
+ *   falcon). When every neuron is computed (a dense file, or
  *   pi_model_params.dense = 1 on a sparse file) it is the true activation: a neuron is active
  *   iff its value is non-zero, as pi_predictor_audit counts it. In sparse inference a neuron
  *   the predictor did not select is 0 whatever its true value, so non-zero then means "selected
@@ -658,7 +660,8 @@ PI_API pi_status pi_logits_logprobs(const float *logits, int32_t n_vocab, pi_tok
 
 typedef struct pi_synth_params {
     size_t struct_size;
-    const char *arch;        /* "llama" (default) or "bamboo" */
+    const char *arch;        /* "llama" (default; also "llama-relu"), "prosparse", "bamboo",
+                                "falcon", "falcon-40b" or "opt" (docs/synthetic-models.md) */
     int32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train;
     int32_t predictor_rank;  /* 0: chosen by the construction */
     int32_t f16;             /* 1: F16 weights; 0: F32 */
@@ -686,11 +689,17 @@ PI_API pi_status pi_synth_model_write(const pi_synth_params *params, const char 
 
 typedef struct pi_quantize_params {
     size_t struct_size;
-    const char *type;          /* target: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "F32" */
+    const char *type;          /* target, as PowerInfer's quantize names it: "Q4_0", "Q4_1",
+                                  "Q5_0", "Q5_1", "Q8_0", "F16", "F32", "Q2_K", "Q3_K_S",
+                                  "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+                                  "Q6_K" ("Q3_K", "Q4_K", "Q5_K": the _M ones) */
     int32_t n_threads;         /* <= 0: hardware threads */
     int32_t keep_predictor;    /* 1: leave fc1/fc2 at their input precision */
     pi_progress_callback progress; /* may be NULL; returning 0 cancels (no output is left) */
     void *progress_user_data;
+    int32_t pure;              /* 1: every 2-D weight gets `type`; 0 (default): PowerInfer's
+                                  mix (Q6_K output.weight, Q4_0/Q5_0 predictor, K-quant rules) */
+    int32_t leave_output_tensor; /* 1: output.weight is copied unchanged */
 } pi_quantize_params;
 
 /* Fills the first struct_size bytes of *params with the defaults and sets params->struct_size

@@ -217,6 +217,8 @@ const pib_vtable vtable = {
     .add = entry<&add>::fn,
     .relu = entry<&relu>::fn,
     .glu = entry<&glu>::fn,
+    .layer_norm = entry<&layer_norm>::fn,
+    .add_row = entry<&add_row>::fn,
 };
 
 } // namespace

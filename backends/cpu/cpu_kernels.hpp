@@ -12,6 +12,8 @@ namespace pi::cpu {
 int get_rows(context& c, const pib_tensor* table, const pib_tensor* ids, const pib_tensor* out);
 int set_rows(context& c, const pib_tensor* src, const pib_tensor* rows, const pib_tensor* dst);
 int add(context& c, const pib_tensor* a, const pib_tensor* b, const pib_tensor* out);
+int add_row(context& c, const pib_tensor* x, const pib_tensor* b, const pib_tensor* idx,
+            const pib_tensor* count);
 int relu(context& c, const pib_tensor* x, const pib_tensor* out);
 int glu(context& c, const pib_tensor* gate, const pib_tensor* up, int32_t kind,
         const pib_tensor* out);
@@ -30,6 +32,8 @@ int select_active(context& c, const pib_tensor* p, float threshold, const pib_te
 
 // kernels_norm_rope.cpp
 int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, const pib_tensor* y);
+int layer_norm(context& c, const pib_tensor* x, const pib_tensor* w, const pib_tensor* b, float eps,
+               const pib_tensor* y);
 int rope(context& c, const pib_tensor* x, const pib_tensor* pos, const pib_rope_params* p);
 
 // kernels_attention.cpp

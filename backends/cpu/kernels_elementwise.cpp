@@ -92,6 +92,43 @@ int add(context& c, const pib_tensor* a, const pib_tensor* b, const pib_tensor* 
     return PIB_OK;
 }
 
+int add_row(context& c, const pib_tensor* x, const pib_tensor* b, const pib_tensor* idx,
+            const pib_tensor* count) {
+    view vx, vb, vi, vc;
+    if (const int s = make_views({{x, &vx}, {b, &vb}}); s != PIB_OK) return s;
+    if (!vx.is(ggml_type::f32) || !vb.is(ggml_type::f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1 ||
+        (idx == nullptr) != (count == nullptr))
+        return PIB_ERR_INVALID_ARGUMENT;
+    const float* bias = vb.row<const float>(0);
+    if (idx == nullptr) {
+        parallel_2d(c, vx.ne1, vx.ne0, elementwise_grain, [&](int64_t r, int64_t c0, int64_t c1) {
+            float* row = vx.row<float>(r);
+            for (int64_t i = c0; i < c1; ++i)
+                row[i] += bias[i];
+        });
+        return PIB_OK;
+    }
+    if (const int s = make_views({{idx, &vi}, {count, &vc}}); s != PIB_OK) return s;
+    if (!vi.is(ggml_type::i32) || vi.ne1 != vx.ne1 || !is_i32_vector(vc, vx.ne1))
+        return PIB_ERR_INVALID_ARGUMENT;
+    const int32_t* counts = vc.row<const int32_t>(0);
+    for (int64_t t = 0; t < vx.ne1; ++t) {
+        if (counts[t] < 0 || counts[t] > vi.ne0) return PIB_ERR_INVALID_ARGUMENT;
+        const int32_t* list = vi.row<const int32_t>(t);
+        for (int32_t k = 0; k < counts[t]; ++k)
+            if (list[k] < 0 || list[k] >= vx.ne0) return PIB_ERR_INVALID_ARGUMENT;
+    }
+    parallel_1d(c, vx.ne1, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+            float* row = vx.row<float>(t);
+            const int32_t* list = vi.row<const int32_t>(t);
+            for (int32_t k = 0; k < counts[t]; ++k)
+                row[list[k]] += bias[list[k]];
+        }
+    });
+    return PIB_OK;
+}
+
 int relu(context& c, const pib_tensor* x, const pib_tensor* out) {
     view vx, vo;
     if (const int s = make_views({{x, &vx}, {out, &vo}}); s != PIB_OK) return s;

@@ -1,4 +1,4 @@
-// RMSNorm and rotary position embedding.
+// RMSNorm, LayerNorm and rotary position embedding.
 #include "cpu_kernels.hpp"
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
@@ -27,6 +27,40 @@ int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, co
             const double scale = 1.0 / std::sqrt(sum / static_cast<double>(vx.ne0) + eps);
             for (int64_t i = 0; i < vx.ne0; ++i)
                 out[i] = static_cast<float>(in[i] * scale * weight[i]);
+        }
+    });
+    return PIB_OK;
+}
+
+int layer_norm(context& c, const pib_tensor* x, const pib_tensor* w, const pib_tensor* b, float eps,
+               const pib_tensor* y) {
+    view vx, vw, vy, vb;
+    if (const int s = make_views({{x, &vx}, {w, &vw}, {y, &vy}}); s != PIB_OK) return s;
+    if (b != nullptr) {
+        if (const int s = make_views({{b, &vb}}); s != PIB_OK) return s;
+        if (!vb.is(ggml_type::f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1) return PIB_ERR_INVALID_ARGUMENT;
+    }
+    if (!vx.is(ggml_type::f32) || !vw.is(ggml_type::f32) || !vy.is(ggml_type::f32) ||
+        !vx.same_shape(vy) || vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) ||
+        !std::isfinite(eps))
+        return PIB_ERR_INVALID_ARGUMENT;
+    const float* weight = vw.row<const float>(0);
+    const float* bias = b != nullptr ? vb.row<const float>(0) : nullptr;
+    parallel_1d(c, vx.ne1, grain_for(vx.ne0), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const float* in = vx.row<const float>(r);
+            float* out = vy.row<float>(r); // may be `in`: both moments are complete before writing
+            double sum = 0.0;
+            for (int64_t i = 0; i < vx.ne0; ++i)
+                sum += in[i];
+            const double mean = sum / static_cast<double>(vx.ne0);
+            double squares = 0.0;
+            for (int64_t i = 0; i < vx.ne0; ++i)
+                squares += (in[i] - mean) * (in[i] - mean);
+            const double scale = 1.0 / std::sqrt(squares / static_cast<double>(vx.ne0) + eps);
+            for (int64_t i = 0; i < vx.ne0; ++i)
+                out[i] = static_cast<float>((in[i] - mean) * scale * weight[i] +
+                                            (bias != nullptr ? bias[i] : 0.0f));
         }
     });
     return PIB_OK;

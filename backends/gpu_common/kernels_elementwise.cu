@@ -59,6 +59,18 @@ template <class F> __global__ void map2_kernel(view a, view b, view out, F f) {
         out.row<float>(r)[i] = f(a.row<const float>(r)[i], b.row<const float>(r)[i]);
 }
 
+// One thread per (list slot, token); a slot past the token's count, or an index outside the
+// row, does nothing (the device cannot report which without a host round trip).
+__global__ void listed_bias_kernel(view x, const float* b, view idx, const int32_t* count) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k >= idx.ne0) return;
+    for (int64_t t = blockIdx.y; t < x.ne1; t += gridDim.y) {
+        if (k >= count[t]) continue;
+        const int32_t i = idx.row<const int32_t>(t)[k];
+        if (i >= 0 && i < x.ne0) x.row<float>(t)[i] += b[i];
+    }
+}
+
 template <class F> int map2(context& c, const view& a, const view& b, const view& out, F f) {
     if (out.ne0 == 0 || out.ne1 == 0) return PIB_OK;
     launch(map2_kernel<F>, grid_2d(out.ne0, out.ne1, threads), threads, c.stream, a, b, out, f);
@@ -99,6 +111,29 @@ int add(context& c, const pib_tensor* a, const pib_tensor* b, const pib_tensor* 
     if (const int s = make_views({view_arg{a, &va}, {b, &vb}, {out, &vo}}); s != PIB_OK) return s;
     if (!f32_same_shape(va, vb) || !f32_same_shape(va, vo)) return PIB_ERR_INVALID_ARGUMENT;
     return map2(c, va, vb, vo, op_add{});
+}
+
+int add_row(context& c, const pib_tensor* x, const pib_tensor* b, const pib_tensor* idx,
+            const pib_tensor* count) {
+    view vx, vb, vi, vc;
+    if (const int s = make_views({view_arg{x, &vx}, {b, &vb}}); s != PIB_OK) return s;
+    if (!vx.is(type_f32) || !vb.is(type_f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1 ||
+        (idx == nullptr) != (count == nullptr))
+        return PIB_ERR_INVALID_ARGUMENT;
+    if (idx == nullptr) {
+        view row_b = vb; // the bias row read again for every row of x
+        row_b.ne1 = vx.ne1;
+        row_b.nb1 = 0;
+        return map2(c, vx, row_b, vx, op_add{});
+    }
+    if (const int s = make_views({view_arg{idx, &vi}, {count, &vc}}); s != PIB_OK) return s;
+    if (!vi.is(type_i32) || vi.ne1 != vx.ne1 || !vc.is(type_i32) || vc.ne0 != vx.ne1 ||
+        vc.ne1 != 1)
+        return PIB_ERR_INVALID_ARGUMENT;
+    if (vx.ne1 == 0 || vi.ne0 == 0) return PIB_OK;
+    launch(listed_bias_kernel, grid_2d(vi.ne0, vx.ne1, threads), threads, c.stream, vx,
+           vb.row<const float>(0), vi, vc.row<const int32_t>(0));
+    return launch_status();
 }
 
 int relu(context& c, const pib_tensor* x, const pib_tensor* out) {

@@ -1,4 +1,4 @@
-// RMSNorm and rotary position embedding.
+// RMSNorm, LayerNorm and rotary position embedding.
 #include "gpu_kernels.hpp"
 
 #include <cmath>
@@ -24,6 +24,26 @@ __global__ void rms_norm_kernel(view x, const float* w, float eps, view y) {
         float* out = y.row<float>(r);
         for (int64_t i = threadIdx.x; i < x.ne0; i += blockDim.x)
             out[i] = in[i] * scale * w[i];
+    }
+}
+
+// As rms_norm_kernel, with the mean taken out first (two block-wide sums).
+__global__ void layer_norm_kernel(view x, const float* w, const float* b, float eps, view y) {
+    __shared__ float partial[norm_threads / group];
+    for (int64_t r = blockIdx.x; r < x.ne1; r += gridDim.x) {
+        const float* in = x.row<const float>(r);
+        float sum = 0.0f;
+        for (int64_t i = threadIdx.x; i < x.ne0; i += blockDim.x)
+            sum += in[i];
+        const float mean = block_sum(sum, partial) / static_cast<float>(x.ne0);
+        float squares = 0.0f;
+        for (int64_t i = threadIdx.x; i < x.ne0; i += blockDim.x)
+            squares = fmaf(in[i] - mean, in[i] - mean, squares);
+        squares = block_sum(squares, partial);
+        const float scale = 1.0f / sqrtf(squares / static_cast<float>(x.ne0) + eps);
+        float* out = y.row<float>(r);
+        for (int64_t i = threadIdx.x; i < x.ne0; i += blockDim.x)
+            out[i] = (in[i] - mean) * scale * w[i] + (b != nullptr ? b[i] : 0.0f);
     }
 }
 
@@ -60,6 +80,23 @@ int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, co
     if (vx.ne1 == 0) return PIB_OK;
     launch(rms_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, c.stream, vx,
            vw.row<const float>(0), eps, vy);
+    return launch_status();
+}
+
+int layer_norm(context& c, const pib_tensor* x, const pib_tensor* w, const pib_tensor* b, float eps,
+               const pib_tensor* y) {
+    view vx, vw, vy, vb;
+    if (const int s = make_views({view_arg{x, &vx}, {w, &vw}, {y, &vy}}); s != PIB_OK) return s;
+    if (b != nullptr) {
+        if (const int s = make_views({view_arg{b, &vb}}); s != PIB_OK) return s;
+        if (!vb.is(type_f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1) return PIB_ERR_INVALID_ARGUMENT;
+    }
+    if (!vx.is(type_f32) || !vw.is(type_f32) || !vy.is(type_f32) || !vx.same_shape(vy) ||
+        vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) || !std::isfinite(eps))
+        return PIB_ERR_INVALID_ARGUMENT;
+    if (vx.ne1 == 0) return PIB_OK;
+    launch(layer_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, c.stream, vx,
+           vw.row<const float>(0), b != nullptr ? vb.row<const float>(0) : nullptr, eps, vy);
     return launch_status();
 }
 

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define PIB_API_VERSION 3
+#define PIB_API_VERSION 4
 
 typedef enum pib_status {
     PIB_OK = 0,
@@ -144,6 +144,16 @@ typedef struct pib_vtable {
     int (*relu)(void *ctx, const pib_tensor *x, const pib_tensor *out);
     int (*glu)(void *ctx, const pib_tensor *gate, const pib_tensor *up, int32_t kind,
                const pib_tensor *out);
+    /* Version 4, for the LayerNorm families (falcon, opt). Optional: NULL where a backend lacks
+     * them; the engine then keeps those layers off that device.
+     * y[t] = (x[t] - mean(x[t])) / sqrt(var(x[t]) + eps) * w + b, biased variance; w, b: F32
+     * [ne0][1], b may be NULL (no bias). y may alias x. */
+    int (*layer_norm)(void *ctx, const pib_tensor *x, const pib_tensor *w, const pib_tensor *b,
+                      float eps, const pib_tensor *y);
+    /* A bias: x[t][i] += b[i] for every row t of x; x: F32, b: F32 [ne0][1]. With lists (idx,
+     * count as for mul_mat_sparse; both NULL or neither), only the listed i of each row. */
+    int (*add_row)(void *ctx, const pib_tensor *x, const pib_tensor *b, const pib_tensor *idx,
+                   const pib_tensor *count);
 } pib_vtable;
 
 typedef struct pib_backend {

@@ -15,6 +15,8 @@ pi_quantize_params quantize_defaults() {
     p.type = "Q4_0";
     p.n_threads = 0;
     p.keep_predictor = 0;
+    p.pure = 0;
+    p.leave_output_tensor = 0;
     return p;
 }
 
@@ -35,9 +37,11 @@ pi_status pi_model_quantize(const char* in_path, const char* out_path,
             api::read_params(params, pi_quantize_default_params(), "pi_quantize_params");
         require(p.type, "pi_quantize_params.type");
         quantize_options o;
-        o.type = parse_quantize_type(p.type);
+        o.target = parse_quantize_type(p.type);
         o.n_threads = p.n_threads;
         o.keep_predictor = p.keep_predictor != 0;
+        o.pure = p.pure != 0;
+        o.leave_output = p.leave_output_tensor != 0;
         progress_bridge bridge{p.progress, p.progress_user_data};
         if (p.progress) {
             o.progress = &progress_bridge::call;

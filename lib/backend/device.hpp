@@ -58,6 +58,7 @@ class device {
     // Calls a kernel of the vtable and throws pi::error naming `what` on failure.
     template <typename Fn, typename... Args>
     void run(const char* what, Fn pib_vtable::*fn, Args&&... args) {
+        if (be_.vt->*fn == nullptr) check(what, PIB_ERR_UNSUPPORTED);
         check(what, (be_.vt->*fn)(be_.ctx, std::forward<Args>(args)...));
     }
     static void check(const char* what, int status);

@@ -33,6 +33,7 @@ arena_tensors layout_arena(const model& m, const arena_spec& spec) {
     arena_tensors a;
     layout_builder lb(host_arena_alignment);
     if (spec.host) a.ids = lb.add(ggml_type::i32, B, 1);
+    if (spec.host && h.arch->learned_positions) a.position_rows = lb.add(ggml_type::i32, B, 1);
     a.pos = lb.add(ggml_type::i32, B, 1);
     a.cells = lb.add(ggml_type::i32, B, 1);
     a.out_rows = lb.add(ggml_type::i32, B, 1);
@@ -93,7 +94,7 @@ arena::arena(device& dev, const model& m, const arena_spec& spec)
           &a.x,      &a.xn,       &a.q,        &a.k,          &a.v,       &a.att,
           &a.tmp,    &a.p,        &a.idx,      &a.all_idx,    &a.u,       &a.g,
           &a.xo,     &a.logits,   &a.audit_up, &a.audit_gate, &a.hot_idx, &a.hot_count,
-          &a.hot_up, &a.hot_gate, &a.partial})
+          &a.hot_up, &a.hot_gate, &a.partial, &a.position_rows})
         t->buffer = a.mem;
     if (dev.vt().buffer_host_ptr)
         host_data_ = static_cast<uint8_t*>(dev.vt().buffer_host_ptr(dev.ctx(), a.mem));

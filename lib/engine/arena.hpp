@@ -28,6 +28,7 @@ class layout_builder {
 // does not need keep ne1 == 0.
 struct arena_tensors {
     pib_tensor ids, pos, cells, out_rows, count, all_count; // cells: the KV cell of each token
+    pib_tensor position_rows; // learned positions (OPT): the position_embd row of each token
     pib_tensor x, xn, q, k, v, att, tmp;
     size_t predictor_hidden_offset = 0; // [n_batch][largest predictor rank] floats
     pib_tensor p, idx, all_idx, u, g;

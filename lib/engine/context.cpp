@@ -4,6 +4,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "engine/block_ops.hpp"
 #include "engine/device_half.hpp"
 #include "engine/offload.hpp"
 
@@ -22,7 +23,14 @@ context_options validated(const model& m, context_options o) {
         fail(status::invalid_argument, "n_threads must be at least 1 (got ", o.n_threads, ")");
     if (o.n_threads > 1024) fail(status::invalid_argument, "n_threads ", o.n_threads, " is absurd");
     o.n_batch = std::min(o.n_batch, o.n_ctx);
+    const arch_desc& arch = *m.hp().arch;
+    if (m.hp().n_positions > 0 && o.n_ctx > m.hp().n_positions)
+        fail(status::invalid_argument, "n_ctx ", o.n_ctx, " is beyond the ", m.hp().n_positions,
+             " positions this ", arch.name, " model has learned");
     if (const offload* off = o.offloaded) {
+        if (!offload_capable(arch))
+            fail(status::unsupported, "offloading ", arch.name,
+                 " layers to a device is not supported yet; run this model on the CPU");
         if (!m.sparse_inference())
             fail(status::invalid_argument, "offloading needs sparse inference");
         if (off->n_layers() != static_cast<size_t>(m.hp().n_layer))
@@ -61,6 +69,7 @@ context::context(const model& m, const context_options& options)
                      counts.size() * sizeof(int32_t));
     }
     batch_pos_.resize(B);
+    if (m.hp().arch->learned_positions) position_rows_.resize(B);
     batch_seq_.resize(B);
     batch_cells_.resize(B);
     batch_pairs_.resize(B);
@@ -129,6 +138,9 @@ void context::prepare_batch(const batch_view& batch) {
         const int32_t p = batch.pos.empty() ? next : batch.pos[at];
         if (p < 0)
             fail(status::invalid_argument, "token ", i, " of the batch has negative position ", p);
+        if (model_.hp().n_positions > 0 && p >= model_.hp().n_positions)
+            fail(status::context_full, "position ", p, " is beyond the ", model_.hp().n_positions,
+                 " positions the model has learned");
         if (p >= options_.n_ctx)
             fail(status::context_full, "position ", p,
                  " does not fit in the context (n_ctx = ", options_.n_ctx, ")");
@@ -197,13 +209,38 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     cpu_->run("token embedding lookup", &pib_vtable::get_rows, &model_.token_embd(), &ids, &x);
     if (offload_half_) offload_half_->start_batch();
 
+    if (model_.hp().arch->learned_positions) add_positions(n);
+    const bool parallel = model_.hp().arch->block == block_kind::parallel;
     for (size_t il = 0; il < static_cast<size_t>(model_.hp().n_layer); ++il) {
         check_cancel();
-        attention_block(il, n);
-        ffn_block(il, n);
+        if (parallel) {
+            // Both halves read the layer input: the FFN (which adds into x) runs first, the
+            // attention from the norms it leaves behind.
+            parallel_norms(il, n);
+            ffn_block(il, n);
+            attention_block(il, n);
+        } else {
+            attention_block(il, n);
+            ffn_block(il, n);
+        }
     }
     check_cancel();
     output_block(n, out_rows);
+}
+
+// OPT: h += position_embd[pos + 2] (its table keeps Hugging Face's two offset rows).
+void context::add_positions(int32_t n) {
+    const arena_tensors& a = host_.tensors();
+    const auto rows = std::span(position_rows_).first(static_cast<size_t>(n));
+    for (size_t i = 0; i < rows.size(); ++i)
+        rows[i] = batch_pos_[i] + 2;
+    cpu_->upload(host_.memory(), a.position_rows.offset, rows.data(), rows.size_bytes());
+    pib_tensor ids = a.position_rows;
+    ids.ne0 = n;
+    const pib_tensor x = first_rows(a.x, n), tmp = first_rows(a.tmp, n);
+    cpu_->run("position embedding lookup", &pib_vtable::get_rows, &model_.position_embd(), &ids,
+              &tmp);
+    cpu_->run("adding positions", &pib_vtable::add, &x, &tmp, &x);
 }
 
 void context::output_block(int32_t n, std::span<const int32_t> out_rows) {
@@ -229,7 +266,7 @@ void context::output_block(int32_t n, std::span<const int32_t> out_rows) {
         rows.ne0 = static_cast<int64_t>(now);
         const pib_tensor xo = first_rows(a.xo, rows.ne0), logits = first_rows(a.logits, rows.ne0);
         dev.run("gathering output rows", &pib_vtable::get_rows, &x, &rows, &xo);
-        dev.run("output norm", &pib_vtable::rms_norm, &xo, &norm, h.rms_eps, &xo);
+        apply_norm(dev, "output norm", h, xo, norm, model_.output_norm_bias(), xo);
         dev.run("output projection", &pib_vtable::mul_mat, &out, &xo, &logits);
         dev.run("synchronize", &pib_vtable::synchronize);
         dev.run("downloading logits", &pib_vtable::buffer_download, a.mem, a.logits.offset,

@@ -106,7 +106,14 @@ class context {
     void forward(int32_t n, std::span<const int32_t> out_rows);
     void output_block(int32_t n, std::span<const int32_t> out_rows);
     void attention_block(size_t il, int32_t n);
-    void project_qkv(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n);
+    // The normalised rows the Q, K and V projections read (docs/forward-pass.md).
+    pib_tensor attention_input(device& dev, const arena_tensors& a, const layer_weights& w,
+                               int32_t n);
+    // A parallel block's attention norm of the layer input, made before the FFN changes it.
+    void parallel_norms(size_t il, int32_t n);
+    void project_qkv(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n,
+                     const pib_tensor& in);
+    void add_positions(int32_t n);
     void store_and_attend(device& dev, const arena_tensors& a, size_t il, int32_t n);
     void project_out(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n);
     void ffn_block(size_t il, int32_t n);
@@ -131,6 +138,7 @@ class context {
     std::unique_ptr<device_half> offload_half_; // with an offload device only
     run_counters counters_;
     std::vector<int32_t> batch_pos_;     // [n_batch] positions of the batch's tokens
+    std::vector<int32_t> position_rows_; // [n_batch] learned positions: position_embd rows
     std::vector<int32_t> batch_seq_;     // [n_batch] their sequences
     std::vector<int32_t> batch_cells_;   // [n_batch] the KV cells they are stored in
     std::vector<int64_t> batch_pairs_;   // [n_batch] scratch: (sequence, position) pairs

@@ -3,22 +3,45 @@
 #include <cmath>
 #include <utility>
 
+#include "engine/block_ops.hpp"
 #include "engine/context.hpp"
 #include "engine/device_half.hpp"
 #include "engine/offload.hpp"
 
 namespace pi {
 
-void context::project_qkv(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n) {
+pib_tensor context::attention_input(device& dev, const arena_tensors& a, const layer_weights& w,
+                                   int32_t n) {
     const hparams& h = model_.hp();
-    const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n), q = first_rows(a.q, n),
-                     k = first_rows(a.k, n), v = first_rows(a.v, n);
+    if (h.arch->block == block_kind::parallel)
+        return first_rows(present(w.attn_norm_2) ? a.att : a.xn, n); // parallel_norms made it
+    const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n);
+    apply_norm(dev, "attention norm", h, x, w.attn_norm, w.attn_norm_b, xn);
+    return xn;
+}
+
+void context::parallel_norms(size_t il, int32_t n) {
+    const layer_weights& w = model_.layers()[il];
+    if (!present(w.attn_norm_2)) return; // the attention reads the FFN's input
+    const arena_tensors& a = host_.tensors();
+    x_to_host(n);
+    apply_norm(*cpu_, "attention norm", model_.hp(), first_rows(a.x, n), w.attn_norm_2,
+               w.attn_norm_2_b, first_rows(a.att, n));
+}
+
+void context::project_qkv(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n,
+                          const pib_tensor& in) {
+    const hparams& h = model_.hp();
+    const pib_tensor q = first_rows(a.q, n), k = first_rows(a.k, n), v = first_rows(a.v, n);
     pib_tensor pos = a.pos;
     pos.ne0 = n;
-    dev.run("attention norm", &pib_vtable::rms_norm, &x, &w.attn_norm, h.rms_eps, &xn);
-    dev.run("Q projection", &pib_vtable::mul_mat, &w.wq, &xn, &q);
-    dev.run("K projection", &pib_vtable::mul_mat, &w.wk, &xn, &k);
-    dev.run("V projection", &pib_vtable::mul_mat, &w.wv, &xn, &v);
+    dev.run("Q projection", &pib_vtable::mul_mat, &w.wq, &in, &q);
+    dev.run("K projection", &pib_vtable::mul_mat, &w.wk, &in, &k);
+    dev.run("V projection", &pib_vtable::mul_mat, &w.wv, &in, &v);
+    add_bias(dev, "Q bias", q, w.bq);
+    add_bias(dev, "K bias", k, w.bk);
+    add_bias(dev, "V bias", v, w.bv);
+    if (!h.arch->uses_rope) return;
     const pib_rope_params rq{h.n_head,          h.head_dim,       h.n_rot,
                              h.arch->rope_mode, h.rope_freq_base, h.rope_freq_scale};
     const pib_rope_params rk{h.n_head_kv,       h.head_dim,       h.n_rot,
@@ -58,6 +81,7 @@ void context::store_and_attend(device& dev, const arena_tensors& a, size_t il, i
 void context::project_out(device& dev, const arena_tensors& a, const layer_weights& w, int32_t n) {
     const pib_tensor x = first_rows(a.x, n), att = first_rows(a.att, n), tmp = first_rows(a.tmp, n);
     dev.run("attention output projection", &pib_vtable::mul_mat, &w.wo, &att, &tmp);
+    add_bias(dev, "attention output bias", tmp, w.bo);
     dev.run("attention residual", &pib_vtable::add, &x, &tmp, &x);
 }
 
@@ -69,7 +93,8 @@ void context::attention_block(size_t il, int32_t n) {
         const arena_tensors& d = half.tensors();
         const arena_tensors& a = host_.tensors();
         x_to_device(n);
-        project_qkv(half.dev(), d, placed->dense, n);
+        project_qkv(half.dev(), d, placed->dense, n,
+                    attention_input(half.dev(), d, placed->dense, n));
         if (kv_.on_device(il)) {
             store_and_attend(half.dev(), d, il, n);
         } else {
@@ -85,14 +110,15 @@ void context::attention_block(size_t il, int32_t n) {
         half.x_changed_on_device();
     } else {
         x_to_host(n);
-        project_qkv(*cpu_, host_.tensors(), w, n);
+        project_qkv(*cpu_, host_.tensors(), w, n, attention_input(*cpu_, host_.tensors(), w, n));
         store_and_attend(*cpu_, host_.tensors(), il, n);
         project_out(*cpu_, host_.tensors(), w, n);
         if (offload_half_) offload_half_->x_changed_on_host();
     }
     if (n == 1)
-        counters_.add_decode_bytes(bytes_of(w.attn_norm) + bytes_of(w.wq) + bytes_of(w.wk) +
-                                   bytes_of(w.wv) + bytes_of(w.wo) + kv_.bytes_read_per_layer());
+        counters_.add_decode_bytes(bytes_of(w.attn_norm) + bytes_of(w.attn_norm_2) + bytes_of(w.wq) +
+                                   bytes_of(w.wk) + bytes_of(w.wv) + bytes_of(w.wo) +
+                                   kv_.bytes_read_per_layer());
 }
 
 } // namespace pi

@@ -2,6 +2,7 @@
 // the offload device, or split between them (docs/forward-pass.md).
 #include <algorithm>
 
+#include "engine/block_ops.hpp"
 #include "engine/context.hpp"
 #include "engine/device_half.hpp"
 #include "engine/offload.hpp"
@@ -68,18 +69,21 @@ void context::sparse_ffn(size_t il, int32_t n) {
         offload_half_->device_ffn(il, n);
     } else if (placed && !placed->hot.empty()) {
         x_to_host(n);
-        cpu_->run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
+        ffn_input(*cpu_, h, w, x, xn);
         offload_half_->hybrid_ffn(il, n, predict_on_device, counts);
         offload_half_->x_changed_on_host();
     } else {
         if (predict_on_device) offload_half_->lists_to_host(n, counts);
         x_to_host(n);
-        cpu_->run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
-        cpu_->mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
-        cpu_->run("FFN activation", &pib_vtable::glu, &g, &u, static_cast<int32_t>(model_.glu()),
-                  &u);
+        ffn_input(*cpu_, h, w, x, xn);
+        if (present(w.gate))
+            cpu_->mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
+        else
+            cpu_->run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
+        ffn_activation(*cpu_, model_, w, g, u, &idx, &count);
         observe_ffn(il, n);
         cpu_->run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
+        add_bias(*cpu_, "FFN down bias", x, w.down_b);
         if (offload_half_) offload_half_->x_changed_on_host();
         if (n == 1) down_rows = nonzero_activations();
     }
@@ -95,10 +99,10 @@ void context::dense_ffn(size_t il, int32_t n) {
     const layer_weights& w = model_.layers()[il];
     const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n), u = first_rows(a.u, n),
                      g = first_rows(a.g, n);
-    cpu_->run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, h.rms_eps, &xn);
+    ffn_input(*cpu_, h, w, x, xn);
     cpu_->run("FFN up", &pib_vtable::mul_mat, &w.up, &xn, &u);
-    cpu_->run("FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &g);
-    cpu_->run("FFN activation", &pib_vtable::glu, &g, &u, static_cast<int32_t>(model_.glu()), &u);
+    if (present(w.gate)) cpu_->run("FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &g);
+    ffn_activation(*cpu_, model_, w, g, u);
     observe_ffn(il, n);
     uint64_t down_bytes = bytes_of(w.down);
     if (model_.sparse_file()) {
@@ -117,6 +121,7 @@ void context::dense_ffn(size_t il, int32_t n) {
         cpu_->run("FFN down", &pib_vtable::mul_mat, &w.down, &u, &tmp);
         cpu_->run("FFN residual", &pib_vtable::add, &x, &tmp, &x);
     }
+    add_bias(*cpu_, "FFN down bias", x, w.down_b);
     counters_.add_ffn(il, n, static_cast<uint64_t>(n) * static_cast<uint64_t>(h.n_ff));
     if (n == 1)
         counters_.add_decode_bytes(bytes_of(w.ffn_norm) + bytes_of(w.up) + bytes_of(w.gate) +

@@ -69,7 +69,7 @@ void device_half::device_ffn(size_t il, int32_t n) {
     up.ne0 = gate.ne0 = static_cast<int64_t>(l.hot.size());
     pib_tensor count = d.count;
     count.ne0 = n;
-    dev.run("device FFN norm", &pib_vtable::rms_norm, &x, &l.dense.ffn_norm, model_.hp().rms_eps,
+    dev.run("device FFN norm", &pib_vtable::rms_norm, &x, &l.dense.ffn_norm, model_.hp().norm_eps,
             &xn);
     dev.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, count, up, gate);
     dev.run("device FFN activation", &pib_vtable::glu, &gate, &up,

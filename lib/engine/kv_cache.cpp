@@ -309,6 +309,8 @@ void kv_cache::copy_rows(std::span<const int32_t> from, std::span<const int32_t>
 }
 
 void kv_cache::rotate_keys(std::span<const int32_t> cells, std::span<const int32_t> deltas) {
+    // Without RoPE (OPT) a cached key does not depend on its position: moving it is relabelling.
+    if (!h_.arch->uses_rope) return;
     const pib_rope_params rope{h_.n_head_kv,       h_.head_dim,       h_.n_rot,
                                h_.arch->rope_mode, h_.rope_freq_base, h_.rope_freq_scale};
     in_chunks(cells, deltas, [&](device& dev, const scratch_view& v, const layer_cells& layer) {

@@ -75,6 +75,9 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const offload_plac
     : model_(m), dev_(std::move(dev)) {
     const hparams& h = m.hp();
     if (!m.sparse_inference()) fail(status::invalid_argument, "offloading needs sparse inference");
+    if (!offload_capable(*m.hp().arch))
+        fail(status::unsupported, "offloading ", m.hp().arch->name,
+             " layers to a device is not supported yet; run this model on the CPU");
     const auto n_layer = static_cast<size_t>(h.n_layer);
     if (placement.hot.size() != n_layer)
         fail(status::invalid_argument, "hot neuron sets for ", placement.hot.size(),

@@ -1,5 +1,7 @@
 #include "engine/run_counters.hpp"
 
+#include "engine/block_ops.hpp"
+
 #include <algorithm>
 
 namespace pi {
@@ -68,11 +70,10 @@ void run_counters::audit_layer(device& host, const arena& host_arena, size_t il,
     const auto ff = static_cast<size_t>(model_.hp().n_ff);
     const pib_tensor x = first_rows(a.x, n), xn = first_rows(a.xn, n),
                      up = first_rows(a.audit_up, n), gate = first_rows(a.audit_gate, n);
-    host.run("FFN norm", &pib_vtable::rms_norm, &x, &w.ffn_norm, model_.hp().rms_eps, &xn);
+    ffn_input(host, model_.hp(), w, x, xn);
     host.run("audit FFN up", &pib_vtable::mul_mat, &w.up, &xn, &up);
-    host.run("audit FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &gate);
-    host.run("audit FFN activation", &pib_vtable::glu, &gate, &up,
-             static_cast<int32_t>(model_.glu()), &up);
+    if (present(w.gate)) host.run("audit FFN gate", &pib_vtable::mul_mat, &w.gate, &xn, &gate);
+    ffn_activation(host, model_, w, gate, up);
     host.run("synchronize", &pib_vtable::synchronize);
     host.download(host_arena.memory(), a.audit_up.offset, true_activations_.data(),
                   sizeof(float) * ff * static_cast<size_t>(n));

@@ -12,19 +12,6 @@ namespace pi {
 
 namespace {
 
-bool is_supported_weight_type(ggml_type t) {
-    switch (t) {
-    case ggml_type::f32:
-    case ggml_type::f16:
-    case ggml_type::q4_0:
-    case ggml_type::q4_1:
-    case ggml_type::q5_0:
-    case ggml_type::q5_1:
-    case ggml_type::q8_0: return true;
-    default: return false;
-    }
-}
-
 // LLAMA_SPARSE_PRED_THRESHOLD overrides the file's threshold, as in PowerInfer (docs/forward-pass.md).
 bool env_threshold(float& out) {
     const char* env = std::getenv("LLAMA_SPARSE_PRED_THRESHOLD");
@@ -77,7 +64,10 @@ void model::read_hparams() {
     hp_.n_ff = static_cast<int32_t>(f.get_u32(a + "feed_forward_length"));
     hp_.n_head = static_cast<int32_t>(f.get_u32(a + "attention.head_count"));
     hp_.n_head_kv = static_cast<int32_t>(f.get_u32(a + "attention.head_count_kv", static_cast<uint32_t>(hp_.n_head)));
-    hp_.rms_eps = f.get_f32(a + "attention.layer_norm_rms_epsilon");
+    const std::string eps_key = a + std::string(hp_.arch->eps_key);
+    hp_.norm_eps = hp_.arch->default_eps < 0.0f || f.find(eps_key)
+                       ? f.get_f32(eps_key)
+                       : hp_.arch->default_eps;
     hp_.rope_freq_base = f.get_f32(a + "rope.freq_base", 10000.0f);
     const float factor = f.get_f32(a + "rope.scaling.factor", f.get_f32(a + "rope.scale_linear", 0.0f));
     hp_.rope_freq_scale = factor > 0.0f ? 1.0f / factor : 1.0f;
@@ -102,8 +92,8 @@ void model::read_hparams() {
     if (hp_.n_rot != hp_.head_dim)
         fail(status::format, f.path(), ": rope.dimension_count ", hp_.n_rot, " must equal the head dimension ",
              hp_.head_dim);
-    if (!(hp_.rms_eps >= 0.0f) || !std::isfinite(hp_.rms_eps))
-        fail(status::format, f.path(), ": layer_norm_rms_epsilon is not a finite non-negative number");
+    if (!(hp_.norm_eps >= 0.0f) || !std::isfinite(hp_.norm_eps))
+        fail(status::format, f.path(), ": ", eps_key, " is not a finite non-negative number");
     if (!(hp_.rope_freq_base > 0.0f) || !std::isfinite(hp_.rope_freq_base))
         fail(status::format, f.path(), ": rope.freq_base must be positive");
 
@@ -121,19 +111,106 @@ pib_tensor model::bind(const std::string& name, int64_t ne0, int64_t ne1) {
     if (t->n_dims > 2 || t->ne[0] != ne0 || t->ne[1] != ne1)
         fail(status::format, file_->path(), ": tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1], ", ",
              t->ne[2], ", ", t->ne[3], "], expected [", ne0, ", ", ne1, "]");
-    if (!is_supported_weight_type(t->type)) {
-        const char* type_name = traits_of(t->type).name;
-        fail(status::unsupported, file_->path(), ": tensor '", name, "' has type ", type_name ? type_name : "?",
-             ", which this build cannot compute yet (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)");
+    const type_traits traits = traits_of(t->type);
+    if (static_cast<uint32_t>(t->type) >= 64 || (weight_types_ & PIB_TYPE_BIT(static_cast<uint32_t>(t->type))) == 0) {
+        std::string supported;
+        for (uint32_t id = 0; id < 64; ++id)
+            if ((weight_types_ & PIB_TYPE_BIT(id)) != 0) supported += concat(supported.empty() ? "" : ", ", traits_of(id).name);
+        fail(status::unsupported, file_->path(), ": tensor '", name, "' has type ", traits.name ? traits.name : "?",
+             ", which this build cannot compute (supported: ", supported, ")");
     }
+    if (ne0 % traits.block_size != 0)
+        fail(status::format, file_->path(), ": tensor '", name, "' has rows of ", ne0, " elements, not a multiple of ",
+             traits.name, "'s block of ", traits.block_size);
     n_params_ += static_cast<uint64_t>(t->n_elements());
     const size_t offset = static_cast<size_t>(t->data - file_->bytes().data());
     return pib_tensor{static_cast<uint32_t>(t->type), ne0, ne1, row_bytes(t->type, ne0), weights_.get(), offset};
 }
 
+pib_tensor model::bind_optional(const std::string& name, int64_t ne0, int64_t ne1) {
+    return file_->find_tensor(name) ? bind(name, ne0, ne1) : pib_tensor{};
+}
+
+pib_tensor model::bind_norm(const std::string& name, int64_t n) {
+    const pib_tensor t = bind(name, n, 1);
+    if (t.type != static_cast<uint32_t>(ggml_type::f32))
+        fail(status::unsupported, file_->path(), ": '", name, "' must be F32, as converters write norms and biases");
+    return t;
+}
+
+pib_tensor model::bind_norm_optional(const std::string& name, int64_t n) {
+    return file_->find_tensor(name) ? bind_norm(name, n) : pib_tensor{};
+}
+
+// Falcon's fused attn_qkv is bound as three row ranges, so every later step sees Wq, Wk, Wv.
+void model::bind_attention(layer_weights& l, const std::string& p) {
+    const arch_desc& arch = *hp_.arch;
+    const int64_t d = hp_.n_embd, kv = hp_.n_embd_kv();
+    if (arch.fused_qkv) {
+        const pib_tensor qkv = bind(p + "attn_qkv.weight", d, d + 2 * kv);
+        auto rows = [&](int64_t first, int64_t count) {
+            pib_tensor t = qkv;
+            t.offset += static_cast<size_t>(first) * qkv.nb1;
+            t.ne1 = count;
+            return t;
+        };
+        l.wq = rows(0, d);
+        l.wk = rows(d, kv);
+        l.wv = rows(d + kv, kv);
+        l.attn_norm_2 = bind_norm_optional(p + "attn_norm_2.weight", d);
+        if (present(l.attn_norm_2)) l.attn_norm_2_b = bind_norm_optional(p + "attn_norm_2.bias", d);
+    } else {
+        l.wq = bind(p + "attn_q.weight", d, d);
+        l.wk = bind(p + "attn_k.weight", d, kv);
+        l.wv = bind(p + "attn_v.weight", d, kv);
+    }
+    l.wo = bind(p + "attn_output.weight", d, d);
+    l.attn_norm = bind_norm(p + "attn_norm.weight", d);
+    if (arch.norm == norm_kind::layer) l.attn_norm_b = bind_norm_optional(p + "attn_norm.bias", d);
+    if (arch.biases) {
+        l.bq = bind_norm(p + "attn_q.bias", d);
+        l.bk = bind_norm(p + "attn_k.bias", kv);
+        l.bv = bind_norm(p + "attn_v.bias", kv);
+        l.bo = bind_norm(p + "attn_output.bias", d);
+    }
+}
+
+void model::bind_ffn(layer_weights& l, const std::string& p) {
+    const arch_desc& arch = *hp_.arch;
+    const int64_t d = hp_.n_embd, ff = hp_.n_ff;
+    if (arch.ffn_norm) {
+        l.ffn_norm = bind_norm(p + "ffn_norm.weight", d);
+        if (arch.norm == norm_kind::layer) l.ffn_norm_b = bind_norm_optional(p + "ffn_norm.bias", d);
+    }
+    if (arch.gated_ffn) l.gate = bind(p + "ffn_gate.weight", d, ff);
+    l.up = bind(p + "ffn_up.weight", d, ff);
+    if (arch.biases) l.up_b = bind_norm(p + "ffn_up.bias", ff);
+    ffn_type_ = static_cast<ggml_type>(l.up.type);
+    if (sparse_file_) {
+        l.down_t = bind(p + "ffn_down_t.weight", d, ff);
+        if (arch.biases) l.down_b = bind_norm(p + "ffn_down_t.bias", d);
+        const gguf::tensor_info* fc1 = file_->find_tensor(p + "fc1.weight");
+        if (!fc1) fail(status::format, file_->path(), ": missing predictor tensor '", p, "fc1.weight'");
+        if (fc1->ne[1] <= 0 || fc1->ne[1] > ff)
+            fail(status::format, file_->path(), ": predictor '", p, "fc1.weight' has rank ", fc1->ne[1],
+                 " (must be 1 .. n_ff)");
+        l.predictor_rank = static_cast<int32_t>(fc1->ne[1]);
+        l.fc1 = bind(p + "fc1.weight", d, l.predictor_rank);
+        if (!file_->find_tensor(p + "fc2.weight"))
+            fail(status::format, file_->path(), ": missing predictor tensor '", p, "fc2.weight'");
+        l.fc2 = bind(p + "fc2.weight", l.predictor_rank, ff);
+    } else {
+        l.down = bind(p + "ffn_down.weight", ff, d);
+        if (arch.biases) l.down_b = bind_norm(p + "ffn_down.bias", d);
+    }
+}
+
 void model::bind_tensors(const load_options& options) {
     std::span<const uint8_t> bytes = file_->bytes();
     host_ = std::make_unique<device>(device::cpu(1));
+    pib_device_info info{};
+    host_->run("describing the CPU backend", &pib_vtable::device_info, &info);
+    weight_types_ = info.weight_types;
     if (options.use_mmap) {
         weights_ = host_->wrap_host(const_cast<uint8_t*>(bytes.data()), bytes.size());
     } else {
@@ -149,43 +226,32 @@ void model::bind_tensors(const load_options& options) {
     }
 
     const hparams& h = hp_;
-    const int64_t d = h.n_embd, kv = h.n_embd_kv(), ff = h.n_ff;
+    const arch_desc& arch = *h.arch;
+    const int64_t d = h.n_embd;
     token_embd_ = bind("token_embd.weight", d, h.n_vocab);
-    output_norm_ = bind("output_norm.weight", d, 1);
-    output_ = bind("output.weight", d, h.n_vocab);
-    if (output_norm_.type != static_cast<uint32_t>(ggml_type::f32))
-        fail(status::unsupported, file_->path(), ": output_norm.weight must be F32");
+    output_norm_ = bind_norm("output_norm.weight", d);
+    if (arch.norm == norm_kind::layer) output_norm_b_ = bind_norm_optional("output_norm.bias", d);
+    // OPT checkpoints tie the output to the embedding; a file may still carry its own.
+    output_ = arch.learned_positions ? bind_optional("output.weight", d, h.n_vocab)
+                                     : bind("output.weight", d, h.n_vocab);
+    if (!present(output_)) output_ = token_embd_;
+    if (arch.learned_positions) {
+        const gguf::tensor_info* pe = file_->find_tensor("position_embd.weight");
+        if (!pe) fail(status::format, file_->path(), ": missing tensor 'position_embd.weight'");
+        if (pe->ne[1] < 3 || pe->ne[1] > (int64_t(1) << 24))
+            fail(status::format, file_->path(), ": position_embd.weight has ", pe->ne[1],
+                 " rows; OPT's table needs its 2 offset rows and at least one position");
+        position_embd_ = bind("position_embd.weight", d, pe->ne[1]);
+        hp_.n_positions = static_cast<int32_t>(pe->ne[1] - 2);
+    }
 
     ffn_type_ = ggml_type::f32;
     layers_.resize(static_cast<size_t>(h.n_layer));
     for (int32_t il = 0; il < h.n_layer; ++il) {
         const std::string p = concat("blk.", il, ".");
         layer_weights& l = layers_[static_cast<size_t>(il)];
-        l.attn_norm = bind(p + "attn_norm.weight", d, 1);
-        l.wq = bind(p + "attn_q.weight", d, d);
-        l.wk = bind(p + "attn_k.weight", d, kv);
-        l.wv = bind(p + "attn_v.weight", d, kv);
-        l.wo = bind(p + "attn_output.weight", d, d);
-        l.ffn_norm = bind(p + "ffn_norm.weight", d, 1);
-        if (l.attn_norm.type != static_cast<uint32_t>(ggml_type::f32) ||
-            l.ffn_norm.type != static_cast<uint32_t>(ggml_type::f32))
-            fail(status::unsupported, file_->path(), ": norm weights of layer ", il, " must be F32");
-        l.gate = bind(p + "ffn_gate.weight", d, ff);
-        l.up = bind(p + "ffn_up.weight", d, ff);
-        ffn_type_ = static_cast<ggml_type>(l.up.type);
-        if (sparse_file_) {
-            l.down_t = bind(p + "ffn_down_t.weight", d, ff);
-            const gguf::tensor_info* fc1 = file_->find_tensor(p + "fc1.weight");
-            if (!fc1) fail(status::format, file_->path(), ": missing predictor tensor '", p, "fc1.weight'");
-            if (fc1->ne[1] <= 0 || fc1->ne[1] > ff)
-                fail(status::format, file_->path(), ": predictor '", p, "fc1.weight' has rank ", fc1->ne[1],
-                     " (must be 1 .. n_ff)");
-            l.predictor_rank = static_cast<int32_t>(fc1->ne[1]);
-            l.fc1 = bind(p + "fc1.weight", d, l.predictor_rank);
-            l.fc2 = bind(p + "fc2.weight", l.predictor_rank, ff);
-        } else {
-            l.down = bind(p + "ffn_down.weight", ff, d);
-        }
+        bind_attention(l, p);
+        bind_ffn(l, p);
         if (options.progress &&
             !options.progress(0.9f + 0.1f * static_cast<float>(il + 1) / h.n_layer, options.progress_user_data))
             fail(status::cancelled, "model loading cancelled by the progress callback");
@@ -196,12 +262,13 @@ void model::bind_tensors(const load_options& options) {
     env_threshold(threshold_);
     if (options.override_threshold) threshold_ = options.sparse_threshold;
 
-    const arch_desc& arch = *h.arch;
     switch (options.activation) {
     case ffn_activation_choice::relu:
         glu_ = arch.sparse_glu;
         break;
     case ffn_activation_choice::silu:
+        if (!arch.gated_ffn)
+            fail(status::invalid_argument, "the SiLU FFN needs a gate, which ", arch.name, " models do not have");
         if (sparse_file_)
             fail(status::invalid_argument, "the SiLU FFN cannot be used with a sparse file: its predictor "
                                            "assumes ReLU activations");
@@ -212,7 +279,10 @@ void model::bind_tensors(const load_options& options) {
             glu_ = arch.sparse_glu;
         } else {
             const std::string act = file_->get_string("powerinfer.ffn_activation", "");
-            if (act == "relu") glu_ = arch.sparse_glu;
+            if (act == "relu" || (!arch.gated_ffn && act.empty())) glu_ = arch.sparse_glu;
+            else if (act == "silu" && !arch.gated_ffn)
+                fail(status::format, file_->path(), ": powerinfer.ffn_activation = 'silu' needs a gate, which ",
+                     arch.name, " models do not have");
             else if (act.empty() || act == "silu") glu_ = arch.dense_default_glu;
             else fail(status::format, file_->path(), ": powerinfer.ffn_activation = '", act,
                       "' is not one of relu, silu");

@@ -39,19 +39,25 @@ struct hparams {
     int32_t n_ff = 0;
     int32_t head_dim = 0;
     int32_t n_rot = 0;
-    float rms_eps = 1e-5f;
+    float norm_eps = 1e-5f;  // RMSNorm's or LayerNorm's ε, as the architecture reads it
+    int32_t n_positions = 0; // learned position rows usable (position_embd rows - 2); 0: no limit
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;
 
     int32_t n_embd_kv() const noexcept { return n_head_kv * head_dim; }
 };
 
+// A tensor a file may lack (biases, Falcon-40B's second norm, OPT's untied output) is all zeros.
+inline bool present(const pib_tensor& t) noexcept { return t.ne0 > 0; }
+
 struct layer_weights {
-    pib_tensor attn_norm, wq, wk, wv, wo;
-    pib_tensor ffn_norm, gate, up;
+    pib_tensor attn_norm, wq, wk, wv, wo; // Falcon: wq, wk, wv are row ranges of attn_qkv
+    pib_tensor ffn_norm, gate, up;        // Falcon: no ffn_norm; Falcon and OPT: no gate
     pib_tensor down;   // dense files: [n_ff, n_embd]
     pib_tensor down_t; // sparse files: [n_embd, n_ff], row i = neuron i
     pib_tensor fc1, fc2;
+    pib_tensor attn_norm_b, attn_norm_2, attn_norm_2_b; // Falcon-40B: attn_norm_2 feeds attention
+    pib_tensor bq, bk, bv, bo, ffn_norm_b, up_b, down_b; // OPT's biases
     int32_t predictor_rank = 0;
 };
 
@@ -73,7 +79,9 @@ public:
 
     const pib_tensor& token_embd() const noexcept { return token_embd_; }
     const pib_tensor& output_norm() const noexcept { return output_norm_; }
-    const pib_tensor& output() const noexcept { return output_; }
+    const pib_tensor& output() const noexcept { return output_; } // token_embd when tied
+    const pib_tensor& output_norm_bias() const noexcept { return output_norm_b_; }
+    const pib_tensor& position_embd() const noexcept { return position_embd_; }
     const std::vector<layer_weights>& layers() const noexcept { return layers_; }
     int32_t max_predictor_rank() const noexcept;
     const device& host_device() const noexcept { return *host_; } // owns the weights buffer
@@ -83,6 +91,11 @@ private:
     void read_hparams();
     void bind_tensors(const load_options& options);
     pib_tensor bind(const std::string& name, int64_t ne0, int64_t ne1);
+    pib_tensor bind_optional(const std::string& name, int64_t ne0, int64_t ne1);
+    pib_tensor bind_norm(const std::string& name, int64_t n);           // F32 only
+    pib_tensor bind_norm_optional(const std::string& name, int64_t n);
+    void bind_attention(layer_weights& l, const std::string& prefix);
+    void bind_ffn(layer_weights& l, const std::string& prefix);
 
     std::unique_ptr<gguf::file> file_;
     std::unique_ptr<tokenizer> tokenizer_;
@@ -99,7 +112,8 @@ private:
     pib_glu_kind glu_ = PIB_GLU_RELU;
     uint64_t n_params_ = 0;
     ggml_type ffn_type_ = ggml_type::f32;
-    pib_tensor token_embd_{}, output_norm_{}, output_{};
+    uint64_t weight_types_ = 0; // PIB_TYPE_BIT of each type the host backend computes
+    pib_tensor token_embd_{}, output_norm_{}, output_{}, output_norm_b_{}, position_embd_{};
     std::vector<layer_weights> layers_;
 };
 

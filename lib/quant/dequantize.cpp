@@ -72,4 +72,123 @@ void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n) noexcept {
     }
 }
 
+// ---- K-quants (super-blocks of qk_k elements), as ggml's dequantize_row_q*_K ----
+
+namespace {
+
+// Sub-block j's six-bit scale and minimum of Q4_K and Q5_K: for j < 4 the low six bits of bytes
+// j and j + 4; for j >= 4 a nibble of byte j + 4 topped by the two high bits of bytes j - 4 and j.
+void k_scale_min(const uint8_t* s, int j, int& sc, int& m) noexcept {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0x0f) | (s[j - 4] >> 6) << 4;
+        m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+} // namespace
+
+void dequantize_row_q2_k(const block_q2_k* x, float* y, int64_t n) noexcept {
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = fp16_to_fp32(x[i].d);
+        const float dmin = fp16_to_fp32(x[i].dmin);
+        const uint8_t* q = x[i].qs;
+        int s = 0;
+        for (int half = 0; half < 2; ++half, q += 32)
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int part = 0; part < 2; ++part, ++s) {
+                    const float dl = d * static_cast<float>(x[i].scales[s] & 0x0f);
+                    const float ml = dmin * static_cast<float>(x[i].scales[s] >> 4);
+                    for (int l = 0; l < 16; ++l)
+                        *y++ = dl * static_cast<float>((q[16 * part + l] >> shift) & 3) - ml;
+                }
+    }
+}
+
+void dequantize_row_q3_k(const block_q3_k* x, float* y, int64_t n) noexcept {
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = fp16_to_fp32(x[i].d);
+        const uint8_t* sb = x[i].scales;
+        int scales[16];
+        for (int j = 0; j < 16; ++j)
+            scales[j] = (((sb[j % 8] >> (4 * (j / 8))) & 0x0f) |
+                         ((sb[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) -
+                        32;
+        const uint8_t* q = x[i].qs;
+        int s = 0, bit = 0;
+        for (int half = 0; half < 2; ++half, q += 32)
+            for (int shift = 0; shift < 8; shift += 2, ++bit)
+                for (int part = 0; part < 2; ++part, ++s) {
+                    const float dl = d * static_cast<float>(scales[s]);
+                    for (int l = 16 * part; l < 16 * part + 16; ++l) {
+                        const int low = (q[l] >> shift) & 3;
+                        const int high = (x[i].hmask[l] >> bit) & 1 ? 0 : 4;
+                        *y++ = dl * static_cast<float>(low - high);
+                    }
+                }
+    }
+}
+
+void dequantize_row_q4_k(const block_q4_k* x, float* y, int64_t n) noexcept {
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = fp16_to_fp32(x[i].d);
+        const float dmin = fp16_to_fp32(x[i].dmin);
+        for (int g = 0; g < 4; ++g) {
+            const uint8_t* q = x[i].qs + 32 * g;
+            for (int nib = 0; nib < 2; ++nib) {
+                int sc, m;
+                k_scale_min(x[i].scales, 2 * g + nib, sc, m);
+                const float dl = d * static_cast<float>(sc);
+                const float ml = dmin * static_cast<float>(m);
+                for (int l = 0; l < 32; ++l)
+                    *y++ = dl * static_cast<float>((q[l] >> (4 * nib)) & 0x0f) - ml;
+            }
+        }
+    }
+}
+
+void dequantize_row_q5_k(const block_q5_k* x, float* y, int64_t n) noexcept {
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = fp16_to_fp32(x[i].d);
+        const float dmin = fp16_to_fp32(x[i].dmin);
+        for (int g = 0; g < 4; ++g) {
+            const uint8_t* q = x[i].qs + 32 * g;
+            for (int nib = 0; nib < 2; ++nib) {
+                const int j = 2 * g + nib;
+                int sc, m;
+                k_scale_min(x[i].scales, j, sc, m);
+                const float dl = d * static_cast<float>(sc);
+                const float ml = dmin * static_cast<float>(m);
+                for (int l = 0; l < 32; ++l) {
+                    const int code = ((q[l] >> (4 * nib)) & 0x0f) | ((x[i].qh[l] >> j) & 1) << 4;
+                    *y++ = dl * static_cast<float>(code) - ml;
+                }
+            }
+        }
+    }
+}
+
+void dequantize_row_q6_k(const block_q6_k* x, float* y, int64_t n) noexcept {
+    for (int64_t i = 0; i < n / qk_k; ++i) {
+        const float d = fp16_to_fp32(x[i].d);
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = x[i].ql + 64 * half;
+            const uint8_t* qh = x[i].qh + 32 * half;
+            const int8_t* sc = x[i].scales + 8 * half;
+            float* out = y + 128 * i + 128 * half;
+            // Quarter k of the half: low nibbles of ql[0..32), of ql[32..64), then the high
+            // nibbles; the top two bits are bits 2k, 2k + 1 of qh.
+            for (int k = 0; k < 4; ++k)
+                for (int l = 0; l < 32; ++l) {
+                    const int low = (ql[l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0x0f;
+                    const int code = (low | ((qh[l] >> (2 * k)) & 3) << 4) - 32;
+                    out[32 * k + l] = d * static_cast<float>(sc[2 * k + l / 16]) *
+                                      static_cast<float>(code);
+                }
+        }
+    }
+}
+
 } // namespace pi

@@ -1,9 +1,10 @@
-// Reference quantizers, transcribed from ggml-quants.c. This file is compiled with
-// -ffp-contract=off: fusing x * id + 8.5f into one FMA would round once instead of twice and
-// change codes at the .5 boundaries.
+// Reference quantizers of the 32-element formats, as ggml-quants.c quantize_row_*_reference
+// computes them when built the way ggml builds itself on x86-64 (docs/quantization.md): GCC
+// fuses x * id + 8.5f (and the like) into one fused multiply-add, so the code is rounded once.
+// That fusion is spelled out with std::fma here and the file is compiled with -ffp-contract=off,
+// so that no other operation is fused and the result does not depend on our compiler's choices.
 #include "quant/quantize.hpp"
 
-#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -13,12 +14,19 @@ namespace pi {
 
 namespace {
 
-// ggml's MIN(hi, (int8_t)v) for v >= -0.99 (truncation toward zero), without the undefined
-// behaviour of converting NaN or a huge value: those clamp to 0 or hi.
-uint8_t trunc_code(float v, int hi) noexcept {
-    if (!(v > 0.0f)) return 0;
-    if (v >= static_cast<float>(hi)) return static_cast<uint8_t>(hi);
-    return static_cast<uint8_t>(static_cast<int>(v));
+// ggml converts the float codes with a plain C cast, which on x86-64 is cvttss2si: truncation
+// toward zero into an int32, INT32_MIN for NaN and values out of range, and then the low byte.
+// Only inputs ggml leaves undefined (NaN, a scale whose inverse overflows) reach the edge cases.
+uint8_t x86_low_byte(float v) noexcept {
+    const bool in_range = v > -2147483904.0f && v < 2147483648.0f;
+    const int32_t i = in_range ? static_cast<int32_t>(v) : INT32_MIN;
+    return static_cast<uint8_t>(i);
+}
+
+// MIN(hi, (int8_t)v) stored into a uint8_t, as ggml writes it.
+uint8_t capped_code(float v, int hi) noexcept {
+    const int code = static_cast<int8_t>(x86_low_byte(v));
+    return static_cast<uint8_t>(code < hi ? code : hi);
 }
 
 // The value with the largest magnitude, keeping its sign; the first one wins ties.
@@ -51,6 +59,18 @@ float inverse(float d) noexcept {
     return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
+// Packs 32 five-bit codes: low nibbles into qs, fifth bits into the little-endian u32 qh.
+template <typename Block> void pack_q5(const uint8_t (&q)[32], Block& b) noexcept {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        b.qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
+        qh |= static_cast<uint32_t>((q[j] & 0x10) >> 4) << j;
+        qh |= static_cast<uint32_t>((q[j + 16] & 0x10) >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; ++k)
+        b.qh[k] = static_cast<uint8_t>(qh >> (8 * k));
+}
+
 } // namespace
 
 void quantize_row_q4_0(const float* x, block_q4_0* y, int64_t n) noexcept {
@@ -60,9 +80,9 @@ void quantize_row_q4_0(const float* x, block_q4_0* y, int64_t n) noexcept {
         const float id = inverse(d);
         y[i].d = fp32_to_fp16(d);
         for (int64_t j = 0; j < half; ++j) {
-            const uint8_t lo = trunc_code(x[j] * id + 8.5f, 15);
-            const uint8_t hi = trunc_code(x[half + j] * id + 8.5f, 15);
-            y[i].qs[j] = static_cast<uint8_t>(lo | hi << 4);
+            const uint8_t lo = capped_code(std::fma(x[j], id, 8.5f), 15);
+            const uint8_t hi = capped_code(std::fma(x[half + j], id, 8.5f), 15);
+            y[i].qs[j] = static_cast<uint8_t>(lo | hi << 4); // unmasked, as ggml
         }
     }
 }
@@ -76,28 +96,12 @@ void quantize_row_q4_1(const float* x, block_q4_1* y, int64_t n) noexcept {
         y[i].d = fp32_to_fp16(d);
         y[i].m = fp32_to_fp16(r.min);
         for (int64_t j = 0; j < half; ++j) {
-            const uint8_t lo = trunc_code((x[j] - r.min) * id + 0.5f, 15);
-            const uint8_t hi = trunc_code((x[half + j] - r.min) * id + 0.5f, 15);
+            const uint8_t lo = capped_code(std::fma(x[j] - r.min, id, 0.5f), 15);
+            const uint8_t hi = capped_code(std::fma(x[half + j] - r.min, id, 0.5f), 15);
             y[i].qs[j] = static_cast<uint8_t>(lo | hi << 4);
         }
     }
 }
-
-namespace {
-
-// Packs 32 five-bit codes: low nibbles into qs, fifth bits into the little-endian u32 qh.
-template <typename Block> void pack_q5(const uint8_t (&q)[32], Block& b) noexcept {
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; ++j) {
-        b.qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | (q[j + 16] & 0x0f) << 4);
-        qh |= static_cast<uint32_t>(q[j] >> 4) << j;
-        qh |= static_cast<uint32_t>(q[j + 16] >> 4) << (j + 16);
-    }
-    for (int k = 0; k < 4; ++k)
-        b.qh[k] = static_cast<uint8_t>(qh >> (8 * k));
-}
-
-} // namespace
 
 void quantize_row_q5_0(const float* x, block_q5_0* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk5_0; ++i, x += qk5_0) {
@@ -106,7 +110,7 @@ void quantize_row_q5_0(const float* x, block_q5_0* y, int64_t n) noexcept {
         y[i].d = fp32_to_fp16(d);
         uint8_t q[32];
         for (int j = 0; j < 32; ++j)
-            q[j] = trunc_code(x[j] * id + 16.5f, 31);
+            q[j] = capped_code(std::fma(x[j], id, 16.5f), 31);
         pack_q5(q, y[i]);
     }
 }
@@ -119,8 +123,8 @@ void quantize_row_q5_1(const float* x, block_q5_1* y, int64_t n) noexcept {
         y[i].d = fp32_to_fp16(d);
         y[i].m = fp32_to_fp16(r.min);
         uint8_t q[32];
-        for (int j = 0; j < 32; ++j)
-            q[j] = trunc_code((x[j] - r.min) * id + 0.5f, 31);
+        for (int j = 0; j < 32; ++j) // no cap here in ggml: (uint8_t)(x0 + 0.5f)
+            q[j] = x86_low_byte(std::fma(x[j] - r.min, id, 0.5f));
         pack_q5(q, y[i]);
     }
 }
@@ -128,15 +132,15 @@ void quantize_row_q5_1(const float* x, block_q5_1* y, int64_t n) noexcept {
 void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) noexcept {
     for (int64_t i = 0; i < n / qk8_0; ++i, x += qk8_0) {
         float amax = 0.0f;
-        for (int64_t j = 0; j < qk8_0; ++j)
-            amax = std::fmax(amax, std::fabs(x[j]));
+        for (int64_t j = 0; j < qk8_0; ++j) {
+            const float a = std::fabs(x[j]);
+            amax = amax > a ? amax : a; // ggml's MAX: a NaN element is taken, not skipped
+        }
         const float d = amax / 127;
         const float id = inverse(d);
         y[i].d = fp32_to_fp16(d);
-        for (int64_t j = 0; j < qk8_0; ++j) {
-            const float r = std::round(x[j] * id); // halves away from zero, as roundf
-            y[i].qs[j] = std::isnan(r) ? 0 : static_cast<int8_t>(std::clamp(r, -128.0f, 127.0f));
-        }
+        for (int64_t j = 0; j < qk8_0; ++j) // roundf: halves away from zero; no fusion here
+            y[i].qs[j] = static_cast<int8_t>(x86_low_byte(std::round(x[j] * id)));
     }
 }
 

@@ -33,9 +33,9 @@ void f16_from_float(const float* src, void* dst, int64_t n) noexcept {
 }
 
 // Block formats go through an aligned local block, so file bytes at any offset are fine.
-template <typename Block, void (*Dequantize)(const Block*, float*, int64_t) noexcept>
+template <typename Block, void (*Dequantize)(const Block*, float*, int64_t) noexcept,
+          int64_t qk = 32>
 void blocks_to_float(const void* src, float* dst, int64_t n) noexcept {
-    constexpr int64_t qk = 32;
     const auto* bytes = static_cast<const uint8_t*>(src);
     for (int64_t i = 0; i < n / qk; ++i) {
         Block b;
@@ -43,9 +43,8 @@ void blocks_to_float(const void* src, float* dst, int64_t n) noexcept {
         Dequantize(&b, dst + i * qk, qk);
     }
 }
-template <typename Block, void (*Quantize)(const float*, Block*, int64_t) noexcept>
+template <typename Block, void (*Quantize)(const float*, Block*, int64_t) noexcept, int64_t qk = 32>
 void blocks_from_float(const float* src, void* dst, int64_t n) noexcept {
-    constexpr int64_t qk = 32;
     auto* bytes = static_cast<uint8_t*>(dst);
     for (int64_t i = 0; i < n / qk; ++i) {
         Block b;
@@ -59,6 +58,14 @@ template <typename Block, void (*Quantize)(const float*, Block*, int64_t) noexce
 constexpr type_traits block_type(const char* name) {
     return {name, 32, sizeof(Block), &blocks_to_float<Block, Dequantize>,
             &blocks_from_float<Block, Quantize>};
+}
+
+// A K-quant super-block type.
+template <typename Block, void (*Quantize)(const float*, Block*, int64_t) noexcept,
+          void (*Dequantize)(const Block*, float*, int64_t) noexcept>
+constexpr type_traits k_type(const char* name) {
+    return {name, qk_k, sizeof(Block), &blocks_to_float<Block, Dequantize, qk_k>,
+            &blocks_from_float<Block, Quantize, qk_k>};
 }
 
 constexpr type_traits plain(const char* name, uint32_t block, uint32_t bytes) {
@@ -78,11 +85,11 @@ constexpr std::array<type_traits, 19> table = {{
     block_type<block_q5_1, quantize_row_q5_1, dequantize_row_q5_1>("Q5_1"),
     block_type<block_q8_0, quantize_row_q8_0, dequantize_row_q8_0>("Q8_0"),
     plain("Q8_1", 32, 40),
-    plain("Q2_K", 256, 84),
-    plain("Q3_K", 256, 110),
-    plain("Q4_K", 256, 144),
-    plain("Q5_K", 256, 176),
-    plain("Q6_K", 256, 210),
+    k_type<block_q2_k, quantize_row_q2_k, dequantize_row_q2_k>("Q2_K"),
+    k_type<block_q3_k, quantize_row_q3_k, dequantize_row_q3_k>("Q3_K"),
+    k_type<block_q4_k, quantize_row_q4_k, dequantize_row_q4_k>("Q4_K"),
+    k_type<block_q5_k, quantize_row_q5_k, dequantize_row_q5_k>("Q5_K"),
+    k_type<block_q6_k, quantize_row_q6_k, dequantize_row_q6_k>("Q6_K"),
     plain("Q8_K", 256, 292),
     plain("I8", 1, 1),
     plain("I16", 1, 2),

@@ -36,7 +36,7 @@ struct type_traits {
     const char* name;                   // nullptr for ids that are not a type
     uint32_t block_size;                // elements per block
     uint32_t type_size;                 // bytes per block
-    to_float_fn to_float = nullptr;     // F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; else nullptr
+    to_float_fn to_float = nullptr;     // F32, F16, Q4_0..Q8_0, Q2_K..Q6_K; else nullptr
     from_float_fn from_float = nullptr; // reference quantizer (quant/quantize.hpp); same types
 };
 

@@ -31,18 +31,32 @@ int32_t read_special_id(const gguf::file& f, const char* key, int32_t def) {
          ", expected an integer token id");
 }
 
+// tokenizer.ggml.pre names the pre-tokenizer. Files written before the key existed (PowerInfer's
+// converters) hold Falcon's vocabulary, or GPT-2's for OPT, whose Hugging Face tokenizer is the
+// plain GPT-2 regex.
+bpe_pre read_pre_tokenizer(const gguf::file& f) {
+    const gguf::value* v = f.find("tokenizer.ggml.pre");
+    if (!v)
+        return f.get_string("general.architecture", "") == "opt" ? bpe_pre::gpt2 : bpe_pre::falcon;
+    const std::string pre = f.get_string("tokenizer.ggml.pre");
+    if (pre == "falcon") return bpe_pre::falcon;
+    if (pre == "gpt-2") return bpe_pre::gpt2;
+    fail(status::unsupported, "tokenizer.ggml.pre = \"", pre,
+         "\" is a BPE pre-tokenizer this engine does not implement (it has \"falcon\" and ",
+         "\"gpt-2\")");
+}
+
 } // namespace
 
 std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf::file& f) {
     const std::string model = f.get_string("tokenizer.ggml.model");
-    if (model == "gpt2")
-        fail(status::unsupported,
-             "BPE tokenizer (tokenizer.ggml.model = gpt2) is not supported yet");
-    if (model != "llama")
+    if (model != "llama" && model != "gpt2")
         fail(status::format, "tokenizer.ggml.model = \"", model,
-             "\" is not a known tokenizer model (expected \"llama\")");
+             "\" is not a known tokenizer model (expected \"llama\" or \"gpt2\")");
+    const bool bpe = model == "gpt2";
 
     vocab v;
+    v.model = bpe ? vocab_model::bpe : vocab_model::spm;
     v.text = f.get_string_array("tokenizer.ggml.tokens");
     // Present-but-empty arrays must fail the length check rather than read as absent.
     if (f.find("tokenizer.ggml.scores")) {
@@ -60,13 +74,20 @@ std::unique_ptr<tokenizer> tokenizer::from_gguf(const gguf::file& f) {
         for (const int32_t t : types)
             v.type.push_back(static_cast<token_type>(t));
     }
-    v.bos = read_special_id(f, "tokenizer.ggml.bos_token_id", 1);
-    v.eos = read_special_id(f, "tokenizer.ggml.eos_token_id", 2);
-    v.unk = read_special_id(f, "tokenizer.ggml.unknown_token_id", 0);
+    // llama.cpp's defaults: BOS = EOS = 11 (<|endoftext|> of Falcon) and no unknown for BPE.
+    v.bos = read_special_id(f, "tokenizer.ggml.bos_token_id", bpe ? 11 : 1);
+    v.eos = read_special_id(f, "tokenizer.ggml.eos_token_id", bpe ? 11 : 2);
+    v.unk = read_special_id(f, "tokenizer.ggml.unknown_token_id", bpe ? -1 : 0);
     v.sep = read_special_id(f, "tokenizer.ggml.seperator_token_id", -1);
     v.pad = read_special_id(f, "tokenizer.ggml.padding_token_id", -1);
     v.eot = read_special_id(f, "tokenizer.ggml.eot_token_id", -1);
     v.chat_template = f.get_string("tokenizer.chat_template", "");
+    if (bpe) {
+        v.merges = f.get_string_array("tokenizer.ggml.merges");
+        v.pre = read_pre_tokenizer(f);
+        if (f.find("tokenizer.ggml.add_bos_token"))
+            v.add_bos_token = f.get_bool("tokenizer.ggml.add_bos_token", false);
+    }
     return from_vocab(std::move(v));
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/error.hpp"
+#include "tokenizer/byte_alphabet.hpp"
 #include "tokenizer/tokenizer_impl.hpp"
 
 namespace pi {
@@ -135,7 +136,12 @@ std::unique_ptr<tokenizer> tokenizer::from_vocab(vocab v) {
         const int32_t id = t.find(name);
         t.byte_token[b] = id >= 0 ? id : t.v.unk;
     }
-    t.v.newline = t.find("<0x0A>");
+    if (t.v.model == vocab_model::bpe) {
+        build_bpe_tables(t);
+        t.v.newline = t.find(byte_alphabet::text('\n'));
+    } else {
+        t.v.newline = t.find("<0x0A>");
+    }
     build_special_tables(t);
 
     std::unique_ptr<tokenizer> result(new tokenizer());
@@ -151,22 +157,32 @@ int32_t tokenizer::n_tokens() const noexcept {
     return static_cast<int32_t>(impl_->v.text.size());
 }
 
+bool tokenizer::uses_bos() const noexcept {
+    return impl_->v.model == vocab_model::spm || impl_->v.add_bos_token.value_or(false);
+}
+
 std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
     std::vector<int32_t> out;
-    if (add_bos && impl_->v.bos != -1) out.push_back(impl_->v.bos);
+    if (add_bos && uses_bos() && impl_->v.bos != -1) out.push_back(impl_->v.bos);
     if (text.empty()) return out;
+    const auto encode_plain = [&](std::string_view plain) {
+        if (impl_->v.model == vocab_model::bpe)
+            bpe_encode(*impl_, plain, out);
+        else
+            spm_encode(*impl_, plain, out);
+    };
     if (!parse_special) {
-        spm_encode(*impl_, text, out);
+        encode_plain(text);
         return out;
     }
     // Every plain fragment begins the text or follows a special token, and llama.cpp gives each
-    // such fragment the SPM leading space.
+    // such fragment the SPM leading space (BPE adds none).
     for (const text_fragment& f : split_at_special_tokens(*impl_, text)) {
         if (f.token >= 0)
             out.push_back(f.token);
         else
-            spm_encode(*impl_, f.text, out);
+            encode_plain(f.text);
     }
     return out;
 }
@@ -184,8 +200,10 @@ std::string tokenizer::piece(int32_t id) const {
         fail(status::invalid_argument, "token id ", id, " is outside the vocabulary of ",
              n_tokens(), " tokens");
     const std::string& text = impl_->v.text[id];
+    const bool bpe = impl_->v.model == vocab_model::bpe;
     switch (impl_->v.type[id]) {
     case token_type::normal: {
+        if (bpe) return byte_alphabet::to_bytes(text);
         std::string out;
         out.reserve(text.size());
         for (size_t i = 0; i < text.size();) {
@@ -199,7 +217,8 @@ std::string tokenizer::piece(int32_t id) const {
         return out;
     }
     case token_type::unknown:
-        return std::string(unknown_piece);
+        // llama.cpp's BPE pieces leave unknown tokens out, as control tokens.
+        return bpe ? std::string() : std::string(unknown_piece);
     case token_type::byte:
         return std::string(1, static_cast<char>(impl_->byte_value[id]));
     case token_type::user_defined:
@@ -214,6 +233,11 @@ std::string tokenizer::piece(int32_t id) const {
 
 std::string tokenizer::decode(const int32_t* ids, size_t n) const {
     std::string out;
+    if (impl_->v.model == vocab_model::bpe) {
+        for (size_t i = 0; i < n; ++i)
+            out += piece(ids[i]);
+        return out;
+    }
     // llama_detokenize_spm: the first piece after an optional BOS loses one leading space.
     const size_t first = n > 0 && ids[0] == impl_->v.bos ? 1 : 0;
     for (size_t i = 0; i < n; ++i) {

@@ -19,6 +19,26 @@ struct text_hash {
     }
 };
 
+// BPE merge ranks over symbols: a symbol is a token id (< n_vocab) or, for a text that merges
+// name but the vocabulary lacks, an id from n_vocab up. Merging by ids instead of texts gives the
+// same result (a text has one id) without building a string per candidate pair.
+struct bpe_tables {
+    struct merge {
+        int32_t rank;   // index in tokenizer.ggml.merges (the first, for a repeated pair)
+        int32_t result; // symbol of the joined text
+    };
+    std::unordered_map<uint64_t, merge> merges; // key: left symbol << 32 | right symbol
+    // Symbol of each byte's one-character text (byte_alphabet), -1 when neither the vocabulary
+    // nor any merge has it.
+    std::array<int32_t, 256> byte_symbol{};
+    int32_t n_vocab = 0;
+
+    static uint64_t key(int32_t left, int32_t right) noexcept {
+        return static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 |
+               static_cast<uint32_t>(right);
+    }
+};
+
 // Separate from tokenizer::impl (a private name) so the encoder's file can take it.
 struct vocab_tables {
     vocab v;
@@ -31,6 +51,7 @@ struct vocab_tables {
     // longest text first (ties by ascending id).
     std::vector<int32_t> special_by_length;
     std::vector<int32_t> eog; // ascending ids of the end-of-generation tokens
+    bpe_tables bpe;           // filled for BPE vocabularies only
 
     int32_t find(std::string_view text) const noexcept {
         const auto it = id_of.find(text);
@@ -42,6 +63,12 @@ struct tokenizer::impl : vocab_tables {};
 
 // SPM encoding (docs/tokenizer.md: with the leading space) appended to `out`.
 void spm_encode(const vocab_tables& t, std::string_view text, std::vector<int32_t>& out);
+
+// Checks tokenizer.ggml.merges (pi::error(format) naming the entry) and fills t.bpe.
+void build_bpe_tables(vocab_tables& t);
+
+// Byte-level BPE encoding (docs/tokenizer.md, "BPE") appended to `out`.
+void bpe_encode(const vocab_tables& t, std::string_view text, std::vector<int32_t>& out);
 
 // A piece of a text cut at special tokens: either that token, or text between them.
 struct text_fragment {

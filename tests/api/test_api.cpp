@@ -58,9 +58,9 @@ std::string generate_text(pi_context* ctx, const char* prompt, int n) {
 TEST_CASE("status names and the version are available") {
     CHECK(std::string(pi_status_str(PI_ERR_FORMAT)) == "PI_ERR_FORMAT");
     CHECK(std::string(pi_status_str(static_cast<pi_status>(-99))) == "PI_ERR_UNKNOWN_STATUS");
-    CHECK(std::string(pi_version()) == "0.3.0");
+    CHECK(std::string(pi_version()) == "0.4.0");
     CHECK(pi_version_number() == PI_VERSION_NUMBER);
-    CHECK(pi_version_number() == 300u);
+    CHECK(pi_version_number() == 400u);
     CHECK(std::string(pi_system_info()).find("CPU backend") != std::string::npos);
 }
 

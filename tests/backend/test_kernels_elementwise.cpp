@@ -123,3 +123,41 @@ TEST_CASE("add, relu and glu compute element-wise results, also in place") {
         CHECK(vt.relu(d.ctx(), nullptr, &ta) == PIB_ERR_INVALID_ARGUMENT);
     }
 }
+
+TEST_CASE("add_row adds a bias to every row, or only at each row's listed entries") {
+    const int64_t n = 9, rows = 3;
+    const auto x = random_floats(n * rows, 11);
+    const auto b = random_floats(n, 12);
+    cpu_device d(2);
+    const pib_tensor tx = d.f32(n, rows, x);
+    const pib_tensor tb = d.f32(n, 1, b);
+    REQUIRE(d.vt().add_row(d.ctx(), &tx, &tb, nullptr, nullptr) == PIB_OK);
+    std::vector<float> want = x;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i)
+            want[r * n + i] += b[i];
+    CHECK(bitwise_equal(d.read_f32(tx), want));
+
+    const std::vector<std::vector<int32_t>> lists = {{0, 4, 8}, {}, {2}};
+    const list_tensors l = upload_lists(d, lists, 4);
+    REQUIRE(d.vt().add_row(d.ctx(), &tx, &tb, &l.idx, &l.count) == PIB_OK);
+    for (size_t r = 0; r < lists.size(); ++r)
+        for (int32_t i : lists[r])
+            want[r * n + static_cast<size_t>(i)] += b[static_cast<size_t>(i)];
+    CHECK(bitwise_equal(d.read_f32(tx), want));
+}
+
+TEST_CASE("add_row rejects a bias of another length, half a list and listed ids out of range") {
+    cpu_device d;
+    const pib_tensor x = d.f32(5, 2, random_floats(10, 1));
+    const pib_tensor b4 = d.f32(4, 1, random_floats(4, 2));
+    const pib_tensor b = d.f32(5, 1, random_floats(5, 3));
+    CHECK(d.vt().add_row(d.ctx(), &x, &b4, nullptr, nullptr) == PIB_ERR_INVALID_ARGUMENT);
+    const list_tensors good = upload_lists(d, {{1}, {4}}, 2);
+    CHECK(d.vt().add_row(d.ctx(), &x, &b, &good.idx, nullptr) == PIB_ERR_INVALID_ARGUMENT);
+    const list_tensors outside = upload_lists(d, {{1}, {5}}, 2);
+    const auto before = d.read_f32(x);
+    CHECK(d.vt().add_row(d.ctx(), &x, &b, &outside.idx, &outside.count) ==
+          PIB_ERR_INVALID_ARGUMENT);
+    CHECK(bitwise_equal(d.read_f32(x), before)); // nothing written before the check fails
+}

@@ -126,3 +126,53 @@ TEST_CASE("rope rejects bad parameters and shapes") {
     CHECK(d.vt().rope(d.ctx(), &x, &short_pos, &good) == PIB_ERR_INVALID_ARGUMENT);
     CHECK(d.vt().rope(d.ctx(), &x, &pos, nullptr) == PIB_ERR_INVALID_ARGUMENT);
 }
+
+TEST_CASE("layer_norm matches (x - mean) / sqrt(var + eps) * w + b, with and without a bias") {
+    const int64_t n = 41, rows = 3;
+    const float eps = 1e-5f;
+    const auto x = random_floats(n * rows, 5, -3.0f, 5.0f); // a non-zero mean to take out
+    const auto w = random_floats(n, 6, 0.5f, 1.5f);
+    const auto b = random_floats(n, 7);
+    for (bool with_bias : {true, false}) {
+        std::vector<double> want(x.size());
+        for (int64_t r = 0; r < rows; ++r) {
+            double mean = 0.0, var = 0.0;
+            for (int64_t i = 0; i < n; ++i)
+                mean += x[r * n + i];
+            mean /= n;
+            for (int64_t i = 0; i < n; ++i)
+                var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
+            const double inv = 1.0 / std::sqrt(var / n + eps);
+            for (int64_t i = 0; i < n; ++i)
+                want[r * n + i] = (x[r * n + i] - mean) * inv * w[i] + (with_bias ? b[i] : 0.0);
+        }
+        for (int threads : {1, 2}) {
+            cpu_device d(threads);
+            const pib_tensor tx = d.f32(n, rows, x, 4);
+            const pib_tensor tw = d.f32(n, 1, w), tb = d.f32(n, 1, b);
+            const pib_tensor ty = d.zeros_f32(n, rows);
+            const pib_tensor* bias = with_bias ? &tb : nullptr;
+            REQUIRE(d.vt().layer_norm(d.ctx(), &tx, &tw, bias, eps, &ty) == PIB_OK);
+            const auto got = d.read_f32(ty);
+            check_close(got, want, {}, 1e-5, 1e-6);
+            REQUIRE(d.vt().layer_norm(d.ctx(), &tx, &tw, bias, eps, &tx) == PIB_OK);
+            CHECK(bitwise_equal(d.read_f32(tx), got));
+        }
+    }
+}
+
+TEST_CASE("layer_norm rejects mismatched weights, biases, outputs and epsilons") {
+    cpu_device d;
+    const pib_tensor x = d.f32(5, 2, random_floats(10, 1));
+    const pib_tensor w = d.f32(5, 1, random_floats(5, 2));
+    const pib_tensor b = d.f32(5, 1, random_floats(5, 3));
+    const pib_tensor y = d.zeros_f32(5, 2);
+    REQUIRE(d.vt().layer_norm(d.ctx(), &x, &w, &b, 1e-6f, &y) == PIB_OK);
+    const pib_tensor b4 = d.f32(4, 1, random_floats(4, 3));
+    CHECK(d.vt().layer_norm(d.ctx(), &x, &w, &b4, 1e-6f, &y) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(d.vt().layer_norm(d.ctx(), &x, &b4, &b, 1e-6f, &y) == PIB_ERR_INVALID_ARGUMENT);
+    const pib_tensor y3 = d.zeros_f32(5, 3);
+    CHECK(d.vt().layer_norm(d.ctx(), &x, &w, &b, 1e-6f, &y3) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(d.vt().layer_norm(d.ctx(), &x, &w, &b, -1.0f, &y) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(d.vt().layer_norm(d.ctx(), &x, nullptr, &b, 1e-6f, &y) == PIB_ERR_INVALID_ARGUMENT);
+}

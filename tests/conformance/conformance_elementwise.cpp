@@ -115,3 +115,39 @@ TEST_CASE("rope rotates NORMAL and NEOX pairs, fully and partially, at large pos
                            " n_rot=" + std::to_string(c.n_rot) + " mode=" + std::to_string(c.mode));
     }
 }
+
+TEST_CASE("layer_norm matches the reference with and without a bias, also in place") {
+    for (int64_t ne0 : {67, 4099}) {
+        for (bool with_bias : {false, true}) {
+            bench b;
+            const int64_t ne1 = 3;
+            const twin x = b.f32(ne0, ne1, random_floats(ne0 * ne1, 29, -2.0f, 6.0f), 1);
+            const twin w = b.f32(ne0, 1, random_floats(ne0, 30, 0.5f, 1.5f));
+            const twin bias = b.f32(ne0, 1, random_floats(ne0, 31));
+            b.run([&](const pib_vtable& vt, void* ctx, int s) {
+                return vt.layer_norm(ctx, &x.at[s], &w.at[s], with_bias ? &bias.at[s] : nullptr,
+                                     1e-5f, &x.at[s]);
+            });
+            b.expect_close(x, 1e-5, "layer_norm ne0=" + std::to_string(ne0));
+        }
+    }
+}
+
+TEST_CASE("add_row adds a bias to every row and to listed entries only") {
+    bench b;
+    const int64_t ne0 = 300, ne1 = 3;
+    const twin x = b.f32(ne0, ne1, random_floats(ne0 * ne1, 32));
+    const twin bias = b.f32(ne0, 1, random_floats(ne0, 33));
+    b.run([&](const pib_vtable& vt, void* ctx, int s) {
+        return vt.add_row(ctx, &x.at[s], &bias.at[s], nullptr, nullptr);
+    });
+    b.expect_close(x, exact, "add_row over whole rows");
+    const std::vector<int32_t> idx = {0, 7, 299, -1, 5, -1, -1, -1, 1, 2, 3, 4};
+    const std::vector<int32_t> count = {3, 1, 4};
+    const twin ti = b.i32(4, ne1, idx);
+    const twin tc = b.i32(ne1, 1, count);
+    b.run([&](const pib_vtable& vt, void* ctx, int s) {
+        return vt.add_row(ctx, &x.at[s], &bias.at[s], &ti.at[s], &tc.at[s]);
+    });
+    b.expect_close(x, exact, "add_row over listed entries");
+}

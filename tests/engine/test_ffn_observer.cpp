@@ -136,7 +136,7 @@ TEST_CASE("on a dense file the observed input and activation of a first token eq
     for (size_t il = 0; il < seen.size(); ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const auto v = tensor(*f, p + "attn_v.weight")
-                           .times(rms_norm(x, tensor(*f, p + "attn_norm.weight"), h.rms_eps));
+                           .times(rms_norm(x, tensor(*f, p + "attn_norm.weight"), h.norm_eps));
         std::vector<double> heads(static_cast<size_t>(h.n_embd));
         for (size_t i = 0; i < heads.size(); ++i)
             heads[i] = v[(i / head_dim / group) * head_dim + i % head_dim];
@@ -145,7 +145,7 @@ TEST_CASE("on a dense file the observed input and activation of a first token eq
             x[i] += o[i];
         CHECK(max_abs_diff(seen[il].input, x) <= 1e-4 * max_abs(x));
 
-        const auto xn = rms_norm(x, tensor(*f, p + "ffn_norm.weight"), h.rms_eps);
+        const auto xn = rms_norm(x, tensor(*f, p + "ffn_norm.weight"), h.norm_eps);
         const auto gate = tensor(*f, p + "ffn_gate.weight").times(xn);
         const auto up = tensor(*f, p + "ffn_up.weight").times(xn);
         std::vector<double> act(gate.size());

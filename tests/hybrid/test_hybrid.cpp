@@ -352,3 +352,19 @@ TEST_CASE("sequences, a shift and saved state work with the KV cache on the devi
         CHECK(std::equal(x.begin(), x.end(), y.begin(), y.end()));
     }
 }
+
+TEST_CASE("offloading a falcon or opt model is refused as unsupported, naming the architecture") {
+    for (const std::string arch : {"falcon", "opt"}) {
+        synth_options o = test::tiny_model_options(true);
+        o.arch = arch;
+        const std::string path = test::write_tiny_model(test::scratch_dir("hybrid"), arch + ".gguf", o);
+        const auto m = model::load(path, load_options{});
+        try {
+            offload off(*m, cpu_device(), ffn_only(*m, 0.5));
+            FAIL("expected unsupported");
+        } catch (const error& e) {
+            CHECK(e.code() == status::unsupported);
+            CHECK(std::string(e.what()).find(arch) != std::string::npos);
+        }
+    }
+}

@@ -35,7 +35,8 @@ std::string model_path(ggml_type type) {
     if (type == ggml_type::f32) return f32;
     const std::string out = dir + "/sparse-" + traits_of(type).name + ".gguf";
     quantize_options o;
-    o.type = type;
+    o.target = parse_quantize_type(traits_of(type).name);
+    o.leave_output = true; // the mix would make output.weight Q8_0 (8-bit activations on the CPU)
     o.n_threads = 1;
     quantize_model(f32, out, o);
     return out;

@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
+#include "gguf/gguf.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
@@ -158,6 +160,11 @@ TEST_CASE("an unknown architecture is unsupported and names the architecture") {
         find_key(e, "general.architecture")->data = std::string("gptj");
     });
     expect_load_error(path, status::unsupported, "gptj");
+    const std::string qwen = edited("qwen2.gguf", true, [](test::model_edit& e) {
+        find_key(e, "general.architecture")->data = std::string("qwen2");
+    });
+    expect_load_error(qwen, status::unsupported, "'qwen2'");
+    expect_load_error(qwen, status::unsupported, "llama, bamboo, falcon, opt");
 }
 
 TEST_CASE("a missing required key is a format error naming the key") {
@@ -178,4 +185,88 @@ TEST_CASE("the progress callback can cancel loading") {
     load_options o;
     o.progress = [](float, void*) { return false; };
     expect_load_error(model_path(true), status::cancelled, "cancelled", o);
+}
+
+namespace {
+
+const std::string& family_path(const std::string& arch, bool sparse) {
+    static const std::string dir = test::scratch_dir("model_families");
+    static std::map<std::string, std::string> paths;
+    const std::string key = arch + (sparse ? ".sparse" : ".dense");
+    if (auto it = paths.find(key); it != paths.end()) return it->second;
+    synth_options o = test::tiny_model_options(sparse);
+    o.arch = arch;
+    if (arch == "falcon") o.n_head_kv = 1;
+    if (arch == "falcon-40b") o.n_head_kv = 2;
+    return paths[key] = test::write_tiny_model(dir, key + ".gguf", o);
+}
+
+std::string family_edit(const std::string& arch, bool sparse, const std::string& name,
+                        const std::function<void(test::model_edit&)>& edit) {
+    static const std::string dir = test::scratch_dir("model_family_edits");
+    return test::rewrite_model(family_path(arch, sparse), dir + "/" + name, edit);
+}
+
+} // namespace
+
+TEST_CASE("falcon's fused attn_qkv is bound as Q, K and V row ranges, and attn_norm_2 when present") {
+    for (const std::string arch : {"falcon", "falcon-40b"}) {
+        const auto m = model::load(family_path(arch, true), load_options{});
+        const hparams& h = m->hp();
+        CHECK(h.arch->name == "falcon");
+        CHECK(h.arch->rope_mode == PIB_ROPE_NEOX);
+        const gguf::tensor_info* qkv = m->file().find_tensor("blk.0.attn_qkv.weight");
+        REQUIRE(qkv != nullptr);
+        const layer_weights& l = m->layers()[0];
+        const size_t base = static_cast<size_t>(qkv->data - m->file().bytes().data());
+        CHECK(l.wq.offset == base);
+        CHECK(l.wq.ne1 == h.n_embd);
+        CHECK(l.wk.offset == base + static_cast<size_t>(h.n_embd) * l.wq.nb1);
+        CHECK(l.wk.ne1 == h.n_embd_kv());
+        CHECK(l.wv.offset == l.wk.offset + static_cast<size_t>(h.n_embd_kv()) * l.wq.nb1);
+        CHECK_FALSE(present(l.gate));
+        CHECK_FALSE(present(l.ffn_norm));
+        CHECK(present(l.attn_norm_b));
+        CHECK(present(l.attn_norm_2) == (arch == "falcon-40b"));
+        CHECK(present(m->output_norm_bias()));
+    }
+}
+
+TEST_CASE("opt binds its biases and learned positions and ties the output to the embedding") {
+    const auto m = model::load(family_path("opt", true), load_options{});
+    const hparams& h = m->hp();
+    CHECK_FALSE(h.arch->uses_rope);
+    const gguf::tensor_info* pe = m->file().find_tensor("position_embd.weight");
+    REQUIRE(pe != nullptr);
+    CHECK(h.n_positions == pe->ne[1] - 2);
+    CHECK(m->output().offset == m->token_embd().offset);
+    for (const layer_weights& l : m->layers())
+        for (const pib_tensor* b : {&l.bq, &l.bk, &l.bv, &l.bo, &l.ffn_norm_b, &l.up_b, &l.down_b})
+            CHECK(present(*b));
+}
+
+TEST_CASE("a falcon or opt file missing a tensor of its family is a format error naming it") {
+    const std::string no_qkv = family_edit("falcon", true, "falcon-noqkv.gguf", [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "blk.1.attn_qkv.weight"; });
+    });
+    expect_load_error(no_qkv, status::format, "blk.1.attn_qkv.weight");
+    const std::string no_fc1 = family_edit("falcon", true, "falcon-nofc1.gguf", [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "blk.0.fc1.weight"; });
+    });
+    expect_load_error(no_fc1, status::format, "blk.0.fc1.weight");
+    const std::string no_pos = family_edit("opt", true, "opt-nopos.gguf", [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "position_embd.weight"; });
+    });
+    expect_load_error(no_pos, status::format, "position_embd.weight");
+    const std::string no_bias = family_edit("opt", false, "opt-nobias.gguf", [](test::model_edit& e) {
+        std::erase_if(e.tensors, [](const auto& t) { return t.name == "blk.0.ffn_down.bias"; });
+    });
+    expect_load_error(no_bias, status::format, "blk.0.ffn_down.bias");
+}
+
+TEST_CASE("the SiLU FFN is refused for the gate-less families") {
+    load_options o;
+    o.activation = ffn_activation_choice::silu;
+    expect_load_error(family_path("falcon", false), status::invalid_argument, "gate", o);
+    expect_load_error(family_path("opt", false), status::invalid_argument, "gate", o);
 }

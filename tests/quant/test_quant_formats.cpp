@@ -10,12 +10,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -219,8 +221,19 @@ TEST_CASE("the table dispatches exactly the formats that have converters, with c
         CHECK((pi::traits_of(t).to_float != nullptr));
         CHECK((pi::traits_of(t).from_float != nullptr));
     }
-    for (ggml_type t : {ggml_type::q8_1, ggml_type::q2_k, ggml_type::q6_k, ggml_type::q8_k,
-                        ggml_type::i8, ggml_type::i32}) {
+    for (ggml_type t : {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k,
+                        ggml_type::q6_k}) {
+        CAPTURE(std::string(pi::traits_of(t).name));
+        CHECK((pi::traits_of(t).to_float != nullptr));
+        CHECK((pi::traits_of(t).from_float != nullptr));
+        CHECK(pi::traits_of(t).block_size == 256);
+        bytes b(pi::row_bytes(t, 512));
+        std::vector<float> y(512);
+        CHECK(pi::dequantize_row(t, b, y));
+        CHECK_FALSE(pi::dequantize_row(t, b, std::span<float>(y).first(256)));
+        CHECK_FALSE(pi::dequantize_row(t, std::span<const uint8_t>(b).first(b.size() - 1), y));
+    }
+    for (ggml_type t : {ggml_type::q8_1, ggml_type::q8_k, ggml_type::i8, ggml_type::i32}) {
         CAPTURE(std::string(pi::traits_of(t).name));
         CHECK((pi::traits_of(t).to_float == nullptr));
         std::vector<float> x(256, 1.0f);
@@ -329,5 +342,105 @@ TEST_CASE("round trips on Gaussian data stay within each format's error bound") 
                 worst = std::max(worst, std::fabs(double(x[j]) - y[j]) / d);
         }
         CHECK(worst < b.max_err_in_steps);
+    }
+}
+
+namespace {
+
+// The generator check_quants_with_gguf_py.py runs too: splitmix64.
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = state += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// `blocks` blocks of random bytes whose binary16 scales, at the byte offsets `halves`, are
+// replaced by finite values of any sign (zero and subnormals included).
+bytes random_k_blocks(size_t type_size, std::initializer_list<size_t> halves, uint64_t seed,
+                      size_t blocks) {
+    bytes out(type_size * blocks);
+    uint64_t state = seed;
+    for (size_t b = 0; b < blocks; ++b) {
+        uint8_t* blk = out.data() + b * type_size;
+        for (size_t i = 0; i < type_size; ++i)
+            blk[i] = static_cast<uint8_t>(splitmix64(state) & 0xff);
+        for (size_t off : halves) {
+            const uint64_t r = splitmix64(state);
+            const uint64_t h = (r & 0x8000) | ((r >> 8) % 31) << 10 | ((r >> 16) & 0x3ff);
+            blk[off] = static_cast<uint8_t>(h & 0xff);
+            blk[off + 1] = static_cast<uint8_t>(h >> 8);
+        }
+    }
+    return out;
+}
+
+uint64_t fnv1a(const std::vector<float>& y) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (float v : y)
+        h = (h ^ std::bit_cast<uint32_t>(v)) * 0x100000001B3ull;
+    return h;
+}
+
+struct k_golden {
+    ggml_type type;
+    uint64_t hash;
+};
+
+} // namespace
+
+TEST_CASE("K-quant dequantization matches gguf-py on random blocks, bit for bit") {
+    // gguf.quants.dequantize of the same blocks hashes to these (check_quants_with_gguf_py.py
+    // recomputes them with gguf-py and reads them from here); seeds 1000 + i, 64 blocks each.
+    constexpr k_golden golden[] = {
+        {ggml_type::q2_k, 0xca25aeb9366272fcull}, {ggml_type::q3_k, 0x06a46f6e61bb3565ull},
+        {ggml_type::q4_k, 0x231913058ed0ed88ull}, {ggml_type::q5_k, 0x7ba7bfa73efc3e2bull},
+        {ggml_type::q6_k, 0xa4f214a0b0533701ull},
+    };
+    const std::initializer_list<size_t> halves[] = {{80, 82}, {108}, {0, 2}, {0, 2}, {208}};
+    for (size_t i = 0; i < std::size(golden); ++i) {
+        const pi::type_traits tt = pi::traits_of(golden[i].type);
+        CAPTURE(std::string(tt.name));
+        const bytes b = random_k_blocks(tt.type_size, halves[i], 1000 + i, 64);
+        std::vector<float> y(64 * 256);
+        REQUIRE(pi::dequantize_row(golden[i].type, b, y));
+        CHECK(fnv1a(y) == golden[i].hash);
+    }
+}
+
+TEST_CASE("K-quant blocks decode as their layouts say") {
+    SUBCASE("Q4_K: d * sc * q - dmin * m, six-bit scales packed in 12 bytes") {
+        pi::block_q4_k b{};
+        b.d = 0x3c00;    // 1
+        b.dmin = 0x3800; // 0.5
+        b.scales[0] = 2;          // sub-block 0: sc 2
+        b.scales[4] = 3;          // sub-block 0: m 3
+        b.scales[8] = 0x45;       // sub-block 4: sc 5 | high bits from byte 0, m 4 | ...
+        b.scales[0] |= 0x40;      // sub-block 4's sc gains 16
+        b.qs[0] = 0x97;           // element 0: 7, element 32: 9
+        b.qs[64] = 0x01;          // element 128 (sub-block 4): 1
+        bytes raw(sizeof b);
+        std::memcpy(raw.data(), &b, sizeof b);
+        const std::vector<float> y = dequantize(ggml_type::q4_k, raw, 256);
+        CHECK(y[0] == 2.0f * 7 - 1.5f);
+        CHECK(y[1] == -1.5f);
+        CHECK(y[32] == 0.0f * 9); // sub-block 1: sc 0, m 0
+        CHECK(y[128] == 21.0f * 1 - 0.5f * 4);
+    }
+    SUBCASE("Q6_K: d * scale * (q - 32), four bits in ql and two in qh") {
+        pi::block_q6_k b{};
+        b.d = 0x4000; // 2
+        for (int s = 0; s < 16; ++s)
+            b.scales[s] = static_cast<int8_t>(s - 8);
+        b.ql[0] = 0x21;  // element 0: low 1; element 64: low 2
+        b.qh[0] = 0x0e;  // element 0: high 2 (bits 0-1), element 32: high 3 (bits 2-3)
+        b.ql[32] = 0x0f; // element 32: low 15
+        bytes raw(sizeof b);
+        std::memcpy(raw.data(), &b, sizeof b);
+        const std::vector<float> y = dequantize(ggml_type::q6_k, raw, 256);
+        CHECK(y[0] == 2.0f * -8 * (33 - 32));
+        CHECK(y[32] == 2.0f * -6 * (63 - 32));
+        CHECK(y[64] == 2.0f * -4 * (2 - 32));
+        CHECK(y[255] == 2.0f * 7 * -32);
     }
 }

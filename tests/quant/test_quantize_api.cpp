@@ -36,8 +36,9 @@ void put_string(std::vector<uint8_t>& b, const std::string& s) {
     b.insert(b.end(), s.begin(), s.end());
 }
 
-// A minimal GGUF v3 file: one string key and one F32 tensor [64, 2] of a ramp.
-std::string write_minimal_gguf(const std::string& dir) {
+// A minimal GGUF v3 file: one string key and one F32 tensor [ne0, 2] of a ramp.
+std::string write_minimal_gguf(const std::string& dir,
+                               const std::string& tensor = "token_embd.weight", uint64_t ne0 = 64) {
     std::vector<uint8_t> b = {'G', 'G', 'U', 'F'};
     put<uint32_t>(b, 3);
     put<uint64_t>(b, 1); // tensors
@@ -45,16 +46,16 @@ std::string write_minimal_gguf(const std::string& dir) {
     put_string(b, "general.name");
     put<uint32_t>(b, 8);
     put_string(b, "minimal");
-    put_string(b, "token_embd.weight");
+    put_string(b, tensor);
     put<uint32_t>(b, 2);
-    put<uint64_t>(b, 64);
+    put<uint64_t>(b, ne0);
     put<uint64_t>(b, 2);
     put<uint32_t>(b, 0); // F32
     put<uint64_t>(b, 0);
     while (b.size() % 32 != 0)
         b.push_back(0);
-    for (int i = 0; i < 128; ++i)
-        put<float>(b, 0.01f * static_cast<float>(i - 64));
+    for (int i = 0; i < static_cast<int>(2 * ne0); ++i)
+        put<float>(b, 0.01f * static_cast<float>(i % 128 - 64));
     const std::string path = (fs::path(dir) / "minimal.gguf").string();
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
@@ -72,17 +73,22 @@ bool error_mentions(const char* part) {
 }
 
 // The repository's own vocabulary, tests/data/relu-llama-kjv.vocab.gguf (docs/fixture.md).
-std::string vocab_file() { return PI_TEST_FIXTURE_VOCAB; }
+std::string vocab_file() {
+    return PI_TEST_FIXTURE_VOCAB;
+}
 
 } // namespace
 
-TEST_CASE("pi_quantize_default_params: Q4_0, all threads, predictor quantized, no callback") {
+TEST_CASE("pi_quantize_default_params: Q4_0, PowerInfer's mix, all threads, predictor quantized, "
+          "no callback") {
     const pi_quantize_params p = pi_quantize_default_params();
     CHECK(p.struct_size == sizeof(pi_quantize_params));
     REQUIRE(p.type != nullptr);
     CHECK(std::string(p.type) == "Q4_0");
     CHECK(p.n_threads == 0);
     CHECK(p.keep_predictor == 0);
+    CHECK(p.pure == 0);
+    CHECK(p.leave_output_tensor == 0);
     CHECK((p.progress == nullptr));
 }
 
@@ -100,9 +106,9 @@ TEST_CASE("pi_model_quantize checks its arguments and names the one at fault") {
     p.type = nullptr;
     CHECK(pi_model_quantize(in.c_str(), out.c_str(), &p) == PI_ERR_INVALID_ARGUMENT);
     CHECK(error_mentions("pi_quantize_params.type"));
-    p.type = "Q4_K";
+    p.type = "Q4_K_L";
     CHECK(pi_model_quantize(in.c_str(), out.c_str(), &p) == PI_ERR_INVALID_ARGUMENT);
-    CHECK(error_mentions("Q4_K"));
+    CHECK(error_mentions("Q4_K_L"));
 
     p = pi_quantize_default_params();
     p.struct_size = 3;
@@ -133,6 +139,26 @@ TEST_CASE("pi_model_quantize with NULL params or an older, shorter struct uses t
     CHECK(file_bytes(a) == file_bytes(b));
     // Q4_0 of [64, 2]: 4 blocks of 18 bytes, much smaller than the 512 bytes of F32.
     CHECK(fs::file_size(a) < fs::file_size(in));
+}
+
+TEST_CASE("pure and leave_output_tensor reach the quantizer: output.weight Q6_K, Q4_0 or F32") {
+    const std::string dir = scratch("quantize_api_mix");
+    const std::string in = write_minimal_gguf(dir, "output.weight", 256);
+    auto size_with = [&](int pure, int leave) {
+        pi_quantize_params p = pi_quantize_default_params();
+        p.pure = pure;
+        p.leave_output_tensor = leave;
+        const std::string out = (fs::path(dir) / "out.gguf").string();
+        REQUIRE(pi_model_quantize(in.c_str(), out.c_str(), &p) == PI_OK);
+        const auto size = fs::file_size(out);
+        fs::remove(out);
+        return size;
+    };
+    // The same header each time; the data: 2 rows of Q6_K (2 x 210 bytes, padded to 448),
+    // of Q4_0 (2 x 8 x 18 = 288) or F32 (2048).
+    const auto mix = size_with(0, 0), pure = size_with(1, 0), left = size_with(0, 1);
+    CHECK(mix - pure == 448 - 288);
+    CHECK(left - pure == 2048 - 288);
 }
 
 TEST_CASE("a progress callback returning 0 cancels and leaves no output") {
@@ -168,7 +194,8 @@ TEST_CASE("an F32 synthetic model converted to F16 loads and predicts like the o
     REQUIRE(pi_synth_model_write(&sp, f32.c_str()) == PI_OK);
     pi_quantize_params qp = pi_quantize_default_params();
     qp.type = "F16";
-    qp.keep_predictor = 1; // otherwise fc1 would become Q5_0, which the engine cannot compute yet
+    qp.pure = 1;           // PowerInfer's mix would make output.weight Q8_0
+    qp.keep_predictor = 1; // and the predictor F32, as it was written
     qp.n_threads = 2;
     REQUIRE(pi_model_quantize(f32.c_str(), f16.c_str(), &qp) == PI_OK);
 

@@ -162,7 +162,7 @@ TEST_CASE("a failed write names the file and the tensor and leaves nothing") {
     fs::create_directory(out_dir);
     const std::string out = (fs::path(out_dir) / "out.gguf").string();
     pi::quantize_options o;
-    o.type = ggml_type::f16; // 32 KiB a tensor: the second one crosses the limit
+    o.target = pi::file_type::mostly_f16; // 32 KiB a tensor: the second one crosses the limit
     o.n_threads = 2;
 
     rlimit old_limit{};
@@ -218,7 +218,7 @@ TEST_CASE("quantizing a model many tensors large grows peak memory by about one 
         out.commit();
     }
     pi::quantize_options o;
-    o.type = ggml_type::f32;
+    o.target = pi::file_type::all_f32;
     o.n_threads = 2;
     const std::string out = (fs::path(dir) / "out.gguf").string();
     pi::quantize_model(in, out, o); // starts the worker threads before the measurement

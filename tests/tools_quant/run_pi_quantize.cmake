@@ -1,6 +1,8 @@
-# tools_pi_quantize: Q8_0 and Q4_0 conversions succeed and shrink the file; the input is never
+# tools_pi_quantize: Q8_0 and Q4_0 conversions succeed and shrink the file; on a model of rows of
+# 256, PowerInfer's Q4_K_M mix and --pure K-quants succeed, the mix (Q6_K output.weight, Q6_K
+# attn_v/ffn_down in some layers, Q5_0 predictor) larger than --pure Q4_K_M; the input is never
 # overwritten; bad arguments exit with status 2 and one line naming the cause.
-# Variables: PI_QUANTIZE, MODEL (from the fixture), OUT_DIR.
+# Variables: PI_QUANTIZE, MAKE_MODEL, VOCAB, MODEL (from the fixture), OUT_DIR.
 file(REMOVE_RECURSE "${OUT_DIR}")
 file(MAKE_DIRECTORY "${OUT_DIR}")
 file(SIZE "${MODEL}" in_size)
@@ -27,6 +29,50 @@ foreach(type Q8_0 Q4_0)
   endif()
 endforeach()
 
+# K-quants need rows of 256: a model of that width.
+set(wide "${OUT_DIR}/wide.gguf")
+execute_process(COMMAND "${MAKE_MODEL}" -o "${wide}" --vocab "${VOCAB}" --n-embd 256 --n-layer 2
+                        --n-head 4 --n-ff 512 --seed 3
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE stderr)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pi-make-model (256 wide) failed (${rc}):\n${stderr}")
+endif()
+foreach(run "Q4_K_M;mix" "q4_k;mix-alias" "Q4_K_M;pure;--pure" "Q6_K;pure6;--pure" "Q2_K;q2"
+            "Q4_K_M;left;--leave-output-tensor")
+  list(GET run 0 type)
+  list(GET run 1 name)
+  list(LENGTH run n)
+  set(flags "")
+  if(n GREATER 2)
+    list(GET run 2 flags)
+  endif()
+  set(out "${OUT_DIR}/wide-${name}.gguf")
+  execute_process(COMMAND "${PI_QUANTIZE}" "${wide}" "${out}" ${type} ${flags} -t 2
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
+  if(NOT rc EQUAL 0 OR NOT stdout MATCHES "^pi-quantize: wrote [^\n]*wide-${name}\\.gguf \\(${type}")
+    message(FATAL_ERROR "pi-quantize ${type} ${flags}: exit ${rc}:\n${stdout}${stderr}")
+  endif()
+  if(flags STREQUAL "--pure" AND NOT stdout MATCHES ", pure, ")
+    message(FATAL_ERROR "pi-quantize ${type} --pure does not say so:\n${stdout}")
+  endif()
+  file(SIZE "${out}" size_${name})
+endforeach()
+file(SHA256 "${OUT_DIR}/wide-mix.gguf" mix_hash)
+file(SHA256 "${OUT_DIR}/wide-mix-alias.gguf" alias_hash)
+if(NOT mix_hash STREQUAL alias_hash)
+  message(FATAL_ERROR "Q4_K and Q4_K_M wrote different files")
+endif()
+if(NOT size_mix GREATER size_pure)
+  message(FATAL_ERROR "the Q4_K_M mix (${size_mix} bytes) is not larger than --pure Q4_K_M (${size_pure})")
+endif()
+# An F32 output.weight (4096 x 256) is larger than its Q6_K.
+if(NOT size_left GREATER size_mix)
+  message(FATAL_ERROR "--leave-output-tensor (${size_left} bytes) is not larger than the mix (${size_mix})")
+endif()
+if(NOT size_pure6 GREATER size_pure)
+  message(FATAL_ERROR "--pure Q6_K (${size_pure6} bytes) is not larger than --pure Q4_K_M (${size_pure})")
+endif()
+
 file(GLOB leftovers "${OUT_DIR}/*.tmp.*")
 if(leftovers)
   message(FATAL_ERROR "temporary files left behind: ${leftovers}")
@@ -49,7 +95,7 @@ endif()
 # Requantizing, an unknown type and a missing input fail with one line.
 set(cases
   "tiny-Q4_0.gguf|Q8_0|1|PI_ERR_UNSUPPORTED: tensor '[^']+' is already Q4_0"
-  "MODEL|Q4_K|2|PI_ERR_INVALID_ARGUMENT: quantization type 'Q4_K'"
+  "MODEL|Q4_K_L|2|PI_ERR_INVALID_ARGUMENT: quantization type 'Q4_K_L'"
   "missing.gguf|Q4_0|1|PI_ERR_IO: [^\n]*missing\\.gguf")
 foreach(case IN LISTS cases)
   string(REPLACE "|" ";" parts "${case}")

@@ -19,13 +19,18 @@ static void on_interrupt(int sig) {
 }
 
 static const char usage[] =
-    "usage: pi-quantize IN OUT TYPE [--threads N] [--keep-predictor]\n"
+    "usage: pi-quantize IN OUT TYPE [--pure] [--leave-output-tensor] [--threads N]\n"
+    "                   [--keep-predictor]\n"
     "Converts the 2-D weights of a F32/F16 model (sparse PWRI or dense GGUF) to TYPE;\n"
     "norms stay F32, metadata and tensor order are kept.\n"
-    "  TYPE                Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, F16 or F32\n"
+    "  TYPE                Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 F16 F32 Q2_K Q3_K_S Q3_K_M Q3_K_L\n"
+    "                      Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K (Q3_K, Q4_K, Q5_K: the _M ones)\n"
+    "      --pure          every 2-D weight gets TYPE; by default PowerInfer's mix:\n"
+    "                      output.weight Q6_K (Q8_0 for Falcon), the predictor (fc1/fc2)\n"
+    "                      Q4_0 for a Q4_0 TYPE and Q5_0 otherwise, and the K-quant rules\n"
+    "      --leave-output-tensor  copy output.weight unchanged\n"
     "  -t, --threads N     worker threads (default: all hardware threads)\n"
-    "      --keep-predictor  leave the predictor (fc1/fc2) at its input type; by default\n"
-    "                      it becomes Q4_0 for a Q4_0 target and Q5_0 otherwise\n"
+    "      --keep-predictor  leave the predictor (fc1/fc2) at its input type\n"
     "  -h, --help          this text\n"
     "Exit status: 0 written, 1 failed, 2 bad arguments (also OUT naming the IN file),\n"
     "130 interrupted.\n";
@@ -62,6 +67,10 @@ static int parse_args(int argc, char** argv, const char* files[3], pi_quantize_p
     while (tool_args_next(&a)) {
         if (tool_args_is(&a, NULL, "--keep-predictor"))
             p->keep_predictor = 1;
+        else if (tool_args_is(&a, NULL, "--pure"))
+            p->pure = 1;
+        else if (tool_args_is(&a, NULL, "--leave-output-tensor"))
+            p->leave_output_tensor = 1;
         else if (tool_args_is(&a, "-t", "--threads"))
             tool_args_int(&a, 1, 1024, &p->n_threads);
         else if (tool_args_is_option(&a))
@@ -101,6 +110,7 @@ int main(int argc, char** argv) {
         tool_fail_status(NULL, st);
         return st == PI_ERR_INVALID_ARGUMENT ? 2 : 1; /* a TYPE it does not know, OUT naming IN */
     }
-    printf("pi-quantize: wrote %s (%s, %.2f MiB -> %.2f MiB)\n", out, p.type, mib(in), mib(out));
+    printf("pi-quantize: wrote %s (%s%s, %.2f MiB -> %.2f MiB)\n", out, p.type,
+           p.pure ? ", pure" : "", mib(in), mib(out));
     return 0;
 }

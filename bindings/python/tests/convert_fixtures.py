@@ -418,3 +418,177 @@ def reference_logits(w: dict[str, np.ndarray], config: dict[str, Any], tokens: l
         x = x + ff @ f[p + "mlp.down_proj.weight"].T
     x = norm(x, f["model.norm.weight"])
     return (x @ f["lm_head.weight"].T)[-1]
+
+
+# ---------------------------------------------------------------- Falcon and OPT goldens
+
+# Written by scripts/make_convert_goldens.py with torch and transformers (docs/converter.md).
+GOLDENS = Path(__file__).resolve().parent / "data" / "convert-goldens"
+GOLDEN_NAMES = ("falcon-mq", "falcon-gqa", "opt")
+
+
+@dataclass
+class Golden:
+    name: str
+    folder: Path
+    predictor_dir: Path
+    config: dict[str, Any]
+    weights: dict[str, np.ndarray]  # the checkpoint's tensors, as float32
+    predictor: dict[int, tuple[np.ndarray, np.ndarray]]
+    tokens: list[int]
+    logits: np.ndarray  # transformers' float32 [len(tokens), n_vocab]
+    tokenized: dict[str, list[int]]  # transformers' ids for some strings (no special tokens)
+
+
+def load_golden(name: str) -> Golden:
+    from fixture_files import read_safetensors, read_torch_state_dict
+
+    folder = GOLDENS / name
+    pdir = GOLDENS / f"{name}-Predictor"
+    config = json.loads((folder / "config.json").read_text())
+    golden = json.loads((folder / "golden.json").read_text())
+    weights = {k: v.astype(np.float32) for k, v in read_safetensors(folder / "model.safetensors").items()}
+    predictor = {}
+    for il in range(config["num_hidden_layers"]):
+        sd = read_torch_state_dict(pdir / f"model_{il}.pt")
+        predictor[il] = (sd["fc1.weight"], sd["fc2.weight"])
+    logits = np.load(folder / golden["logits"])
+    return Golden(name, folder, pdir, config, weights, predictor, golden["tokens"], logits, golden["tokenized"])
+
+
+def copy_golden(name: str, dest: Path) -> Golden:
+    """The golden's folders copied under dest (for tests that edit them)."""
+    import shutil
+
+    g = load_golden(name)
+    folder, pdir = dest / name, dest / f"{name}-Predictor"
+    shutil.copytree(g.folder, folder)
+    shutil.copytree(g.predictor_dir, pdir)
+    g.folder, g.predictor_dir = folder, pdir
+    return g
+
+
+def hf_falcon_heads(w: np.ndarray, n_head: int, n_kv: int, head_dim: int, variant: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hugging Face FalconAttention._split_heads applied to the rows of query_key_value: the rows
+    of each query head's Q, K and V, [n_head, head_dim, n_embd] each (K and V broadcast to the
+    query heads that share them). variant: "new" (new_decoder_architecture), "mq" (multi_query)
+    or "mha" (neither)."""
+    d = w.shape[1]
+    if variant == "new":
+        g = w.reshape(n_kv, n_head // n_kv + 2, head_dim, d)
+        rep = n_head // n_kv
+        return g[:, :-2].reshape(n_head, head_dim, d), np.repeat(g[:, -2], rep, 0), np.repeat(g[:, -1], rep, 0)
+    if variant == "mq":
+        g = w.reshape(n_head + 2, head_dim, d)
+        return g[:-2], np.repeat(g[-2:-1], n_head, 0), np.repeat(g[-1:], n_head, 0)
+    g = w.reshape(n_head, 3, head_dim, d)
+    return g[:, 0], g[:, 1], g[:, 2]
+
+
+def engine_falcon_heads(qkv: np.ndarray, n_head: int, n_kv: int, head_dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The engine's reading of attn_qkv (docs/forward-pass.md): all Q heads, all K heads, all V
+    heads; query head h uses KV head h // (n_head / n_kv). Same shapes as hf_falcon_heads."""
+    d = qkv.shape[1]
+    q_rows, kv_rows = n_head * head_dim, n_kv * head_dim
+    q = qkv[:q_rows].reshape(n_head, head_dim, d)
+    group = np.arange(n_head) // (n_head // n_kv)
+    k = qkv[q_rows : q_rows + kv_rows].reshape(n_kv, head_dim, d)[group]
+    v = qkv[q_rows + kv_rows :].reshape(n_kv, head_dim, d)[group]
+    return q, k, v
+
+
+def make_falcon_folder(folder: Path, config: dict[str, Any], seed: int = 0, tokenizer_from: str = "falcon-mq") -> dict[str, np.ndarray]:
+    """A Falcon folder built here with NumPy (any variant, weights F32), with the golden's
+    tokenizer files; returns the weights."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    d, n_head, n_layer = config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]
+    hd = d // n_head
+    new = config.get("new_decoder_architecture", False)
+    n_kv = config.get("num_kv_heads", n_head) if new else (1 if config.get("multi_query", True) else n_head)
+    ff = config.get("ffn_hidden_size") or 4 * d
+    v = config["vocab_size"]
+
+    def m(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    w = {"transformer.word_embeddings.weight": m(v, d), "transformer.ln_f.weight": 1 + m(d), "transformer.ln_f.bias": m(d)}
+    for il in range(n_layer):
+        p = f"transformer.h.{il}."
+        for norm in ("ln_attn", "ln_mlp") if new and config.get("num_ln_in_parallel_attn") != 1 else ("input_layernorm",):
+            w[f"{p}{norm}.weight"], w[f"{p}{norm}.bias"] = 1 + m(d), m(d)
+        w[p + "self_attention.query_key_value.weight"] = m((n_head + 2 * n_kv) * hd, d)
+        w[p + "self_attention.dense.weight"] = m(d, d)
+        w[p + "mlp.dense_h_to_4h.weight"] = m(ff, d)
+        w[p + "mlp.dense_4h_to_h.weight"] = m(d, ff)
+    if not config.get("tie_word_embeddings", True):
+        w["lm_head.weight"] = m(v, d)
+    write_safetensors(folder / "model.safetensors", w)
+    (folder / "config.json").write_text(json.dumps(config))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(GOLDENS / tokenizer_from / name, folder / name)
+    return w
+
+
+def gguf_forward(path: Path, tokens: list[int]) -> np.ndarray:
+    """Logits [len(tokens), n_vocab] of a converted falcon or opt file, computed in float64 from
+    its tensors exactly as docs/forward-pass.md says the engine reads them ("Falcon and OPT"),
+    every FFN neuron active (a sparse file's ffn_down_t with its bias). Independent of the
+    converter's code: it checks that the file means what the engine computes."""
+    g = read_gguf(path)
+    m, arch = g.metadata, g.metadata["general.architecture"]
+    n_head, n_kv = m[f"{arch}.attention.head_count"], m[f"{arch}.attention.head_count_kv"]
+    eps = m[f"{arch}.attention.layer_norm_epsilon"]
+    t = {name: g.array(name).astype(np.float64) for name in g.tensors}
+    T, d = len(tokens), m[f"{arch}.embedding_length"]
+    hd = d // n_head
+
+    def norm(x: np.ndarray, name: str) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * t[name + ".weight"] + t.get(name + ".bias", 0.0)
+
+    def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:  # [T, heads, hd]
+        group = np.arange(n_head) // (n_head // n_kv)
+        k, v = k[:, group], v[:, group]
+        s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd) + np.triu(np.full((T, T), -np.inf), 1)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        return np.einsum("hqk,khd->qhd", s, v).reshape(T, d)
+
+    def neox(x: np.ndarray) -> np.ndarray:  # [T, heads, hd]: pairs (j, j + hd/2)
+        half = hd // 2
+        theta = np.arange(T)[:, None] * m[f"{arch}.rope.freq_base"] ** (-2.0 * np.arange(half) / hd)[None, :]
+        cos, sin = np.cos(theta)[:, None], np.sin(theta)[:, None]
+        a, b = x[..., :half], x[..., half:]
+        return np.concatenate([a * cos - b * sin, a * sin + b * cos], -1)
+
+    def ffn(x: np.ndarray, blk: str) -> np.ndarray:
+        a = np.maximum(x @ t[blk + "ffn_up.weight"].T + t.get(blk + "ffn_up.bias", 0.0), 0)
+        if blk + "ffn_down.weight" in t:
+            return a @ t[blk + "ffn_down.weight"].T + t.get(blk + "ffn_down.bias", 0.0)
+        return a @ t[blk + "ffn_down_t.weight"] + t.get(blk + "ffn_down_t.bias", 0.0)
+
+    h = t["token_embd.weight"][tokens]
+    if arch == "opt":
+        h = h + t["position_embd.weight"][np.arange(T) + 2]
+    for il in range(m[f"{arch}.block_count"]):
+        blk = f"blk.{il}."
+        if arch == "falcon":
+            an = norm(h, blk + "attn_norm")
+            ac = norm(h, blk + "attn_norm_2") if blk + "attn_norm_2.weight" in t else an
+            qkv = ac @ t[blk + "attn_qkv.weight"].T
+            q = neox(qkv[:, :d].reshape(T, n_head, hd))
+            k = neox(qkv[:, d : d + n_kv * hd].reshape(T, n_kv, hd))
+            v = qkv[:, d + n_kv * hd :].reshape(T, n_kv, hd)
+            h = h + attention(q, k, v) @ t[blk + "attn_output.weight"].T + ffn(an, blk)
+        else:
+            a = norm(h, blk + "attn_norm")
+            q, k, v = (a @ t[f"{blk}attn_{x}.weight"].T + t[f"{blk}attn_{x}.bias"] for x in "qkv")
+            att = attention(q.reshape(T, n_head, hd), k.reshape(T, n_kv, hd), v.reshape(T, n_kv, hd))
+            h = h + att @ t[blk + "attn_output.weight"].T + t[blk + "attn_output.bias"]
+            h = h + ffn(norm(h, blk + "ffn_norm"), blk)
+    out = t["output.weight"] if "output.weight" in t else t["token_embd.weight"]
+    return norm(h, "output_norm") @ out.T

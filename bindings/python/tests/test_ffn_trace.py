@@ -37,7 +37,7 @@ def reference(path: Path, tokens: list[int]) -> tuple[np.ndarray, np.ndarray]:
         h = h + m.attention(layer, m.rms_norm(h, layer["attn_norm"]), pos)
         inputs.append(h)
         gates.append(m.rms_norm(h, layer["ffn_norm"]) @ layer["ffn_gate"].T)
-        h = h + m.ffn(layer, h, None)
+        h = h + m.ffn(layer, m.rms_norm(h, layer["ffn_norm"]), h, None)
     return np.stack(inputs), np.stack(gates)
 
 

@@ -5,44 +5,21 @@ is refused here, with the reason."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from .errors import ConvertError
+from .falcon_config import FALCON_ARCHS, falcon_spec
+from .model_spec import ModelSpec, float_value, int_value, model_name, rope_linear_factor, rope_theta, token_id
+from .opt_config import OPT_ARCHS, opt_spec
+
+__all__ = ["ModelSpec", "SUPPORTED", "read_config"]
 
 SUPPORTED = (
     "LlamaForCausalLM (hidden_act relu for sparse output, relu or silu for --dense), "
-    "SparseLlamaForCausalLM (ProSparse), Bamboo"
+    "SparseLlamaForCausalLM (ProSparse), Bamboo, "
+    "FalconForCausalLM / RWForCausalLM (activation relu), OPTForCausalLM (activation_function relu)"
 )
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    arch: str  # GGUF general.architecture: "llama" or "bamboo"
-    family: str  # what the config identified, for messages: ReluLLaMA, ProSparse, Bamboo, Llama
-    relu: bool  # FFN activations are ReLU-family (sparse output possible)
-    n_vocab: int
-    n_embd: int
-    n_layer: int
-    n_ff: int
-    n_head: int
-    n_head_kv: int
-    n_ctx: int
-    rms_eps: float
-    rope_theta: float
-    rope_linear_factor: Optional[float]
-    tie_embeddings: bool
-    name: str
-    # ProSparse's FATReLU cut: gate values at or below it are zeroed (the engine uses 0).
-    fatrelu_threshold: Optional[float] = None
-    bos_token_id: Optional[int] = None
-    eos_token_id: Optional[int] = None
-    pad_token_id: Optional[int] = None
-
-    @property
-    def head_dim(self) -> int:
-        return self.n_embd // self.n_head
 
 
 def read_config(folder: Path) -> ModelSpec:
@@ -58,11 +35,24 @@ def read_config(folder: Path) -> ModelSpec:
     return _spec(path, folder, config)
 
 
-def _spec(path: Path, folder: Path, c: dict[str, Any]) -> ModelSpec:
+def _archs(c: dict[str, Any]) -> list[str]:
     archs = c.get("architectures") or []
     if not isinstance(archs, list):
         archs = [archs]
-    archs = [str(a) for a in archs]
+    return [str(a) for a in archs]
+
+
+def _spec(path: Path, folder: Path, c: dict[str, Any]) -> ModelSpec:
+    archs, model_type = _archs(c), str(c.get("model_type", ""))
+    if model_type in ("falcon", "RefinedWeb", "RefinedWebModel") or any(a in FALCON_ARCHS for a in archs):
+        return falcon_spec(path, folder, c)
+    if model_type == "opt" or any(a in OPT_ARCHS for a in archs):
+        return opt_spec(path, folder, c)
+    return _llama_spec(path, folder, c)
+
+
+def _llama_spec(path: Path, folder: Path, c: dict[str, Any]) -> ModelSpec:
+    archs = _archs(c)
     model_type = str(c.get("model_type", ""))
     act = str(c.get("hidden_act", c.get("hidden_activation", "silu"))).lower()
     fatrelu: Optional[float] = None
@@ -96,9 +86,9 @@ def _spec(path: Path, folder: Path, c: dict[str, Any]) -> ModelSpec:
         if c.get(key):
             raise ConvertError(path, f"{key} is true: the engine's llama graph has no biases", key)
 
-    n_embd = _int(path, c, "hidden_size")
-    n_head = _int(path, c, "num_attention_heads")
-    n_head_kv = _int(path, c, "num_key_value_heads", n_head)
+    n_embd = int_value(path, c, "hidden_size")
+    n_head = int_value(path, c, "num_attention_heads")
+    n_head_kv = int_value(path, c, "num_key_value_heads", n_head)
     if n_embd % n_head or (n_embd // n_head) % 2:
         raise ConvertError(path, f"hidden_size {n_embd} is not an even head dimension times num_attention_heads {n_head}", "hidden_size")
     if n_head % n_head_kv:
@@ -114,63 +104,22 @@ def _spec(path: Path, folder: Path, c: dict[str, Any]) -> ModelSpec:
         arch=arch,
         family=family,
         relu=relu,
-        n_vocab=_int(path, c, "vocab_size"),
+        n_vocab=int_value(path, c, "vocab_size"),
         n_embd=n_embd,
-        n_layer=_int(path, c, "num_hidden_layers"),
-        n_ff=_int(path, c, "intermediate_size"),
+        n_layer=int_value(path, c, "num_hidden_layers"),
+        n_ff=int_value(path, c, "intermediate_size"),
         n_head=n_head,
         n_head_kv=n_head_kv,
         n_ctx=n_ctx,
-        rms_eps=_float(path, c, "rms_norm_eps", 1e-6),
-        rope_theta=_float(path, c, "rope_theta", 10000.0),
-        rope_linear_factor=_rope_scaling(path, c.get("rope_scaling")),
+        rms_eps=float_value(path, c, "rms_norm_eps", 1e-6),
+        rope_theta=rope_theta(path, c),
+        rope_linear_factor=rope_linear_factor(path, c),
         tie_embeddings=bool(c.get("tie_word_embeddings", False)),
-        name=_name(folder, c),
+        name=model_name(folder, c),
         fatrelu_threshold=fatrelu,
-        bos_token_id=_token_id(c.get("bos_token_id")),
-        eos_token_id=_token_id(c.get("eos_token_id")),
-        pad_token_id=_token_id(c.get("pad_token_id")),
+        bos_token_id=token_id(c.get("bos_token_id")),
+        eos_token_id=token_id(c.get("eos_token_id")),
+        pad_token_id=token_id(c.get("pad_token_id")),
     )
 
 
-def _int(path: Path, c: dict[str, Any], key: str, default: Optional[int] = None) -> int:
-    v = c.get(key, default)
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise ConvertError(path, f"{key} must be a positive integer, not {v!r}", key)
-    return v
-
-
-def _float(path: Path, c: dict[str, Any], key: str, default: float) -> float:
-    v = c.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-        raise ConvertError(path, f"{key} must be a positive number, not {v!r}", key)
-    return float(v)
-
-
-def _rope_scaling(path: Path, scaling: Any) -> Optional[float]:
-    if not scaling:
-        return None
-    kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else None
-    if kind == "default":
-        return None
-    if kind != "linear":
-        raise ConvertError(path, f"rope_scaling type {kind!r}: the engine implements only linear RoPE scaling", "rope_scaling")
-    factor = scaling.get("factor")
-    if not isinstance(factor, (int, float)) or not factor > 0:
-        raise ConvertError(path, f"linear rope_scaling needs a positive factor, not {factor!r}", "rope_scaling")
-    return float(factor)
-
-
-def _token_id(v: Any) -> Optional[int]:
-    if isinstance(v, list):  # some configs list several EOS ids; the first is the primary one
-        v = v[0] if v else None
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
-
-
-def _name(folder: Path, c: dict[str, Any]) -> str:
-    given = c.get("_name_or_path")
-    if isinstance(given, str) and given.strip():
-        return Path(given.rstrip("/")).name
-    return folder.resolve().name

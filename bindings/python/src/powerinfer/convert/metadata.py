@@ -1,4 +1,4 @@
-"""The GGUF metadata of a converted model (docs/file-format.md)."""
+"""The GGUF metadata of a converted model (docs/file-format.md, docs/converter.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Optional
 
 from .gguf_writer import F32 as KV_F32
 from .gguf_writer import I32, STRING, GGUFWriter
-from .hf_config import ModelSpec
+from .model_spec import ModelSpec
 from .tokenizer_vocab import Vocab
 
 # general.file_type (llama_ftype): 0 all F32, 1 mostly F16 (1-D tensors F32).
@@ -19,22 +19,30 @@ def add_metadata(w: GGUFWriter, spec: ModelSpec, vocab: Vocab, file_type: str, s
     w.add_string("general.name", spec.name)
     w.add_u32("general.file_type", FILE_TYPE[file_type])
     w.add_u32(f"{a}.context_length", spec.n_ctx)
+    if a == "falcon":
+        # How attn_qkv is laid out (all Q heads, then K, then V), as PowerInfer and llama.cpp
+        # name it; informative, nothing reads it.
+        w.add_string("falcon.tensor_data_layout", "jploski")
     w.add_u32(f"{a}.embedding_length", spec.n_embd)
     w.add_u32(f"{a}.block_count", spec.n_layer)
     w.add_u32(f"{a}.feed_forward_length", spec.n_ff)
     w.add_u32(f"{a}.attention.head_count", spec.n_head)
     w.add_u32(f"{a}.attention.head_count_kv", spec.n_head_kv)
-    w.add_f32(f"{a}.attention.layer_norm_rms_epsilon", spec.rms_eps)
-    w.add_u32(f"{a}.rope.dimension_count", spec.head_dim)
-    w.add_f32(f"{a}.rope.freq_base", spec.rope_theta)
-    if spec.rope_linear_factor is not None:
-        w.add_string(f"{a}.rope.scaling.type", "linear")
-        w.add_f32(f"{a}.rope.scaling.factor", spec.rope_linear_factor)
+    if a in ("falcon", "opt"):
+        w.add_f32(f"{a}.attention.layer_norm_epsilon", spec.norm_eps)
+    else:
+        w.add_f32(f"{a}.attention.layer_norm_rms_epsilon", spec.rms_eps)
+    if a != "opt":  # OPT has learned positions, no RoPE
+        w.add_u32(f"{a}.rope.dimension_count", spec.head_dim)
+        w.add_f32(f"{a}.rope.freq_base", spec.rope_theta)
+        if spec.rope_linear_factor is not None:
+            w.add_string(f"{a}.rope.scaling.type", "linear")
+            w.add_f32(f"{a}.rope.scaling.factor", spec.rope_linear_factor)
     if sparse:
         w.add_f32("powerinfer.sparse_threshold", threshold if threshold is not None else 0.0)
-    elif spec.relu:
-        # Dense files default to SwiGLU; this tells the engine the model is ReLU (llama.cpp
-        # ignores the key).
+    elif spec.relu and a in ("llama", "bamboo"):
+        # Dense llama files default to SwiGLU; this tells the engine the model is ReLU (llama.cpp
+        # ignores the key). falcon and opt have no gate and are ReLU by architecture.
         w.add_string("powerinfer.ffn_activation", "relu")
     if spec.fatrelu_threshold is not None:
         w.add_f32("powerinfer.fatrelu_threshold", spec.fatrelu_threshold)
@@ -42,10 +50,15 @@ def add_metadata(w: GGUFWriter, spec: ModelSpec, vocab: Vocab, file_type: str, s
 
 
 def _add_vocab(w: GGUFWriter, vocab: Vocab) -> None:
-    w.add_string("tokenizer.ggml.model", "llama")
+    w.add_string("tokenizer.ggml.model", vocab.model)
+    if vocab.pre is not None:
+        w.add_string("tokenizer.ggml.pre", vocab.pre)
     w.add_array("tokenizer.ggml.tokens", STRING, vocab.tokens)
-    w.add_array("tokenizer.ggml.scores", KV_F32, vocab.scores)
+    if vocab.model == "llama":  # byte-level BPE ranks its merges instead of scoring tokens
+        w.add_array("tokenizer.ggml.scores", KV_F32, vocab.scores)
     w.add_array("tokenizer.ggml.token_type", I32, vocab.types)
+    if vocab.merges is not None:
+        w.add_array("tokenizer.ggml.merges", STRING, vocab.merges)
     names = {"bos": "bos_token_id", "eos": "eos_token_id", "unk": "unknown_token_id", "pad": "padding_token_id"}
     for key, gguf_key in names.items():
         if vocab.special_ids.get(key) is not None:

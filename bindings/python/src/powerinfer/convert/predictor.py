@@ -19,7 +19,7 @@ from typing import Optional
 
 from .checkpoint import read_checkpoint
 from .errors import ConvertError
-from .hf_config import ModelSpec
+from .model_spec import ModelSpec
 from .safetensors_reader import read_safetensors
 from .tensor_source import TensorRef
 from .torch_checkpoint import read_torch_checkpoint

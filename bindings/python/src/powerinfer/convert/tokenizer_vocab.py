@@ -1,38 +1,29 @@
-"""The vocabulary of a model folder as GGUF tokenizer.* metadata (docs/file-format.md): from
-tokenizer.model (SentencePiece), else from tokenizer.json (a SentencePiece-style BPE with byte
-fallback, or a Unigram model); special token ids, add_bos/add_eos and the chat template from
-tokenizer_config.json, special_tokens_map.json and config.json."""
+"""The vocabulary of a model folder as GGUF tokenizer.* metadata (docs/file-format.md): for llama
+and bamboo from tokenizer.model (SentencePiece), else from tokenizer.json (a SentencePiece-style
+BPE with byte fallback, or a Unigram model); for falcon and opt the byte-level BPE of
+bpe_vocab.py. Special token ids, add_bos/add_eos and the chat template come from
+tokenizer_config.json, special_tokens_map.json and config.json (vocab_common.py)."""
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
+from .bpe_vocab import read_byte_level_vocab
 from .errors import ConvertError
-from .hf_config import ModelSpec
+from .model_spec import ModelSpec
 from .sentencepiece_model import read_sentencepiece_model
+from .vocab_common import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, Vocab, json_file, pieces_by_id, read_specials
 
-NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+__all__ = ["Vocab", "read_vocab"]
+
 BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
-SPECIAL_KEYS = ("bos", "eos", "unk", "pad")
-
-
-@dataclass
-class Vocab:
-    tokens: list[str]
-    scores: list[float]
-    types: list[int]
-    special_ids: dict[str, Optional[int]] = field(default_factory=dict)
-    add_bos: Optional[bool] = None
-    add_eos: Optional[bool] = None
-    chat_templates: dict[str, str] = field(default_factory=dict)  # "" = the default template
-    source: Optional[Path] = None
 
 
 def read_vocab(folder: Path, spec: ModelSpec) -> Vocab:
+    if spec.arch in ("falcon", "opt"):
+        return read_byte_level_vocab(folder, spec)
     if (folder / "tokenizer.model").is_file():
         vocab = _from_sentencepiece(folder / "tokenizer.model")
         _append_added_tokens(folder, vocab)
@@ -41,7 +32,7 @@ def read_vocab(folder: Path, spec: ModelSpec) -> Vocab:
     else:
         raise ConvertError(folder, "has neither tokenizer.model nor tokenizer.json")
     _pad_to(vocab, spec.n_vocab)
-    _read_specials(folder, spec, vocab)
+    read_specials(folder, spec, vocab)
     return vocab
 
 
@@ -55,11 +46,11 @@ def _append_added_tokens(folder: Path, vocab: Vocab) -> None:
     added: dict[str, int] = {}
     special: set[str] = set()
     if (folder / "added_tokens.json").is_file():
-        data = _json(folder / "added_tokens.json")
+        data = json_file(folder / "added_tokens.json")
         if isinstance(data, dict):
             added.update({k: v for k, v in data.items() if isinstance(v, int)})
     if (folder / "tokenizer.json").is_file():
-        data = _json(folder / "tokenizer.json")
+        data = json_file(folder / "tokenizer.json")
         for t in (data.get("added_tokens") if isinstance(data, dict) else None) or []:
             if isinstance(t, dict) and isinstance(t.get("id"), int) and isinstance(t.get("content"), str):
                 added.setdefault(t["content"], t["id"])
@@ -75,14 +66,14 @@ def _append_added_tokens(folder: Path, vocab: Vocab) -> None:
 
 
 def _from_tokenizer_json(path: Path) -> Vocab:
-    data = _json(path)
+    data = json_file(path)
     model = data.get("model") if isinstance(data, dict) else None
     if not isinstance(model, dict):
         raise ConvertError(path, "has no model section")
     kind = model.get("type")
     if kind == "BPE":
         if not model.get("byte_fallback"):
-            raise ConvertError(path, "is a byte-level (GPT-2 style) BPE vocabulary; the engine reads SentencePiece-style vocabularies only (BPE with byte_fallback, or tokenizer.model)", "model.type")
+            raise ConvertError(path, "is a byte-level (GPT-2 style) BPE vocabulary; for llama and bamboo models the engine reads SentencePiece-style vocabularies only (BPE with byte_fallback, or tokenizer.model)", "model.type")
         vocab = _bpe_vocab(path, model)
     elif kind == "Unigram":
         vocab = _unigram_vocab(path, model)
@@ -104,7 +95,7 @@ def _from_tokenizer_json(path: Path) -> Vocab:
 
 
 def _bpe_vocab(path: Path, model: dict[str, Any]) -> Vocab:
-    pieces = _pieces_by_id(path, model.get("vocab"))
+    pieces = pieces_by_id(path, model.get("vocab"))
     # The SPM merge loop joins the pair whose result scores highest, so a merged piece scores
     # minus the rank of the first merge that makes it; pieces no merge makes (characters, bytes,
     # specials) score below all of them.
@@ -145,17 +136,6 @@ def _unigram_vocab(path: Path, model: dict[str, Any]) -> Vocab:
     return Vocab(pieces, scores, types, {"unk": unk}, source=path)
 
 
-def _pieces_by_id(path: Path, vocab: Any) -> list[str]:
-    if not isinstance(vocab, dict) or not vocab:
-        raise ConvertError(path, "BPE model has no vocab", "model.vocab")
-    pieces: list[Optional[str]] = [None] * len(vocab)
-    for piece, i in vocab.items():
-        if not isinstance(i, int) or not 0 <= i < len(vocab) or pieces[i] is not None:
-            raise ConvertError(path, f"token ids are not 0..{len(vocab) - 1} each once (see {piece!r})", "model.vocab")
-        pieces[i] = piece
-    return pieces  # type: ignore[return-value]
-
-
 def _pad_to(vocab: Vocab, n_vocab: int) -> None:
     """Embedding matrices are often padded past the tokenizer (to a multiple of 64 or so)."""
     if len(vocab.tokens) > n_vocab:
@@ -164,45 +144,3 @@ def _pad_to(vocab: Vocab, n_vocab: int) -> None:
         vocab.tokens.append(f"<dummy{i:05}>")
         vocab.scores.append(-1000.0)
         vocab.types.append(UNUSED)
-
-
-def _read_specials(folder: Path, spec: ModelSpec, vocab: Vocab) -> None:
-    ids = {t: i for i, t in enumerate(vocab.tokens)}
-    from_config = {"bos": spec.bos_token_id, "eos": spec.eos_token_id, "pad": spec.pad_token_id}
-    tok_config = _json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
-    special_map = _json(folder / "special_tokens_map.json") if (folder / "special_tokens_map.json").is_file() else {}
-    for key in SPECIAL_KEYS:
-        # A token named by the tokenizer files wins over config.json's id, which wins over the
-        # SentencePiece trainer's default.
-        for source in (tok_config, special_map):
-            text = _token_text(source.get(f"{key}_token")) if isinstance(source, dict) else None
-            if text is not None and text in ids:
-                vocab.special_ids[key] = ids[text]
-                break
-        else:
-            if from_config.get(key) is not None and from_config[key] < len(vocab.tokens):
-                vocab.special_ids[key] = from_config[key]
-    if isinstance(tok_config, dict):
-        for key in ("add_bos_token", "add_eos_token"):
-            if isinstance(tok_config.get(key), bool):
-                setattr(vocab, key.replace("_token", ""), tok_config[key])
-        template = tok_config.get("chat_template")
-        if isinstance(template, str):
-            vocab.chat_templates[""] = template
-        elif isinstance(template, list):
-            for t in template:
-                if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("template"), str):
-                    vocab.chat_templates["" if t["name"] == "default" else t["name"]] = t["template"]
-
-
-def _token_text(v: Any) -> Optional[str]:
-    if isinstance(v, dict):
-        v = v.get("content")
-    return v if isinstance(v, str) else None
-
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConvertError(path, f"is not valid JSON ({e})") from None
