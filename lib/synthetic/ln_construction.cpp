@@ -1,5 +1,6 @@
 #include "synthetic/ln_construction.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
