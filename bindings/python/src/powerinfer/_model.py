@@ -339,7 +339,9 @@ def make_synthetic_model(
     path: StrPath,
     vocab_path: StrPath,
     *,
-    arch: Optional[Literal["llama", "bamboo"]] = None,
+    arch: Optional[
+        Literal["llama", "llama-relu", "prosparse", "bamboo", "falcon", "falcon-40b", "opt"]
+    ] = None,
     n_embd: Optional[int] = None,
     n_layer: Optional[int] = None,
     n_head: Optional[int] = None,
