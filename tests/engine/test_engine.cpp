@@ -437,3 +437,43 @@ TEST_CASE("Q8_0 and Q4_0 models from pi_model_quantize run and stay close to the
         CHECK(max_abs_diff(l, reference) > 0.0f);
     }
 }
+
+TEST_CASE("K-quant files (PowerInfer's default Q4_0 mix with its Q6_K output, Q4_K_M, Q6_K, "
+          "Q3_K_M) run sparse and dense close to the F32 logits, alike at 1 and 2 threads") {
+    static const std::string dir = test::scratch_dir("engine-kquant");
+    synth_options o = test::tiny_model_options(true);
+    o.n_embd = 256; // K-quant rows are whole super-blocks of 256
+    o.n_ff = 512;
+    const std::string f32 = test::write_tiny_model(dir, "sparse-256.gguf", o);
+    const auto reference = last_logits(*model::load(f32, load_options{}));
+    const float scale = max_abs(reference);
+    struct case_t {
+        const char* target;
+        ggml_type output, ffn;
+        float tolerance;
+    };
+    for (const case_t& c : {case_t{"Q4_0", ggml_type::q6_k, ggml_type::q4_0, 0.35f},
+                           case_t{"Q4_K_M", ggml_type::q6_k, ggml_type::q4_k, 0.3f},
+                           case_t{"Q6_K", ggml_type::q6_k, ggml_type::q6_k, 0.08f},
+                           case_t{"Q3_K_M", ggml_type::q6_k, ggml_type::q3_k, 0.6f}}) {
+        const std::string target = c.target;
+        CAPTURE(target);
+        quantize_options q;
+        q.target = parse_quantize_type(c.target);
+        const std::string out = f32 + "." + c.target;
+        quantize_model(f32, out, q);
+        const auto m = model::load(out, load_options{});
+        CHECK(m->output().type == static_cast<uint32_t>(c.output));
+        CHECK(m->ffn_type() == c.ffn);
+        const auto l = last_logits(*m);
+        CHECK(max_abs_diff(l, reference) <= c.tolerance * scale);
+        CHECK(max_abs_diff(l, reference) > 0.0f);
+        // The predictor was made for the F32 weights (and is quantized too), so the sparse run
+        // is held to the F32 logits, as the dense run of the same file is.
+        load_options dense;
+        dense.force_dense = true;
+        const auto d = model::load(out, dense);
+        CHECK(max_abs_diff(last_logits(*d), reference) <= c.tolerance * scale);
+        CHECK(greedy(*m, 1, 8) == greedy(*m, 2, 8));
+    }
+}

@@ -2,7 +2,8 @@
 
 Reads versions 2 and 3, both magics ("GGUF" dense, "PWRI" PowerInfer sparse), either byte
 order (a version whose low 16 bits are zero marks a byte-swapped file), every metadata value
-type, and F32/F16/F64/I8/I16/I32/I64 tensors. Tensors come back as NumPy arrays whose shape is
+type, and F32/F16/F64/I8/I16/I32/I64 tensors; quantized tensors (Q4_0..Q8_0, Q2_K..Q6_K) are
+dequantized to float32 by the gguf package, when it is installed. Tensors come back as NumPy arrays whose shape is
 the ggml shape reversed, so a weight with ne=[in, out] is an (out, in) array and y = W @ x.
 """
 
@@ -28,6 +29,15 @@ STRING, ARRAY = 8, 9
 TENSOR_TYPES = {
     0: ("F32", "f4"), 1: ("F16", "f2"), 16: ("I8", "i1"), 17: ("I16", "i2"),
     18: ("I32", "i4"), 27: ("I64", "i8"), 28: ("F64", "f8"),
+}
+
+
+# ggml type id -> (name, elements per block, bytes per block) of the quantized types read through
+# the gguf package
+QUANTIZED_TYPES = {
+    2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22), 7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
 }
 
 
@@ -150,6 +160,8 @@ class GGUFFile:
         info = self.tensors.get(name)
         if info is None:
             raise KeyError(f"{self.path}: no tensor {name}")
+        if info.type_id in QUANTIZED_TYPES:
+            return self._dequantized(name, info)
         if info.type_id not in TENSOR_TYPES:
             raise FormatError(f"{self.path}: tensor {name} has unsupported type {info.type_id}")
         dtype = np.dtype(TENSOR_TYPES[info.type_id][1]).newbyteorder(self.endian)
@@ -161,9 +173,34 @@ class GGUFFile:
         arr = np.frombuffer(self.buf[start:end], dtype=dtype)
         return arr.astype(dtype.newbyteorder("=")).reshape(info.shape)
 
+    def _dequantized(self, name, info):
+        """A quantized tensor as float32, by gguf-py's dequantization (an implementation
+        independent of the library's; little-endian files only, as ggml's blocks are)."""
+        if self.endian != "<":
+            raise FormatError(f"{self.path}: tensor {name}: quantized blocks of a byte-swapped file")
+        try:
+            from gguf import GGMLQuantizationType
+            from gguf.quants import dequantize
+        except ImportError as e:
+            raise FormatError(f"{self.path}: tensor {name} is quantized and the gguf package, "
+                              f"which dequantizes it here, is missing ({e})") from e
+        block, size = QUANTIZED_TYPES[info.type_id][1:]
+        count = int(np.prod(info.ne, dtype=np.int64))
+        if info.ne[0] % block:
+            raise FormatError(f"{self.path}: tensor {name}: rows of {info.ne[0]} are not blocks of "
+                              f"{block}")
+        start = self.data_offset + info.offset
+        end = start + count // block * size
+        if end > len(self.buf):
+            raise FormatError(f"{self.path}: tensor {name} runs past the end of the file")
+        raw = np.frombuffer(self.buf[start:end], dtype=np.uint8).reshape(-1, info.ne[0] // block
+                                                                         * size)
+        return dequantize(raw, GGMLQuantizationType(info.type_id)).astype(np.float32).reshape(
+            info.shape)
+
     def type_name(self, name):
         t = self.tensors[name].type_id
-        return TENSOR_TYPES.get(t, (f"type{t}",))[0]
+        return TENSOR_TYPES.get(t, QUANTIZED_TYPES.get(t, (f"type{t}",)))[0]
 
 
 def main(argv):

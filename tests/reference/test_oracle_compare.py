@@ -75,6 +75,30 @@ LAYERNORM_MODELS = {
 
 FAMILY_GROUPS = {"llama": LLAMA_MODELS, "layernorm": LAYERNORM_MODELS}
 
+# Quantized files (pi-quantize, PowerInfer's mix unless --pure), compared with the oracle run on
+# their weights as the gguf package dequantizes them. Rows of 256 and 512 hold whole K-quant
+# super-blocks. name -> (pi-make-model flags, pi-quantize type and flags). The scalar kernels
+# compute on the dequantized weights as the oracle does (--rtol 1e-3); the SIMD kernels round
+# the activations of quantized products to 8 bits (Q8_0 blocks of 32, Q8_K of 256), which moves
+# the logits by a few percent of the largest and flips neurons near the predictor's threshold.
+QUANT_TINY = ["--n-embd", "256", "--n-layer", "2", "--n-head", "4", "--n-ff", "512"]
+QUANTIZED_MODELS = {
+    "llama_sparse_q4_0_mix": (QUANT_TINY + ["--n-head-kv", "2", "--seed", "31"], ["Q4_0"]),
+    "llama_sparse_q4_k_m": (QUANT_TINY + ["--n-head-kv", "2", "--seed", "31"], ["Q4_K_M"]),
+    "llama_sparse_q6_k_pure": (QUANT_TINY + ["--n-head-kv", "2", "--seed", "31"],
+                               ["Q6_K", "--pure"]),
+    "llama_sparse_q2_k": (QUANT_TINY + ["--n-head-kv", "2", "--seed", "31"], ["Q2_K"]),
+    "llama_sparse_q3_k_l": (QUANT_TINY + ["--n-head-kv", "2", "--seed", "31"], ["Q3_K_L"]),
+    "llama_dense_q5_k_s": (QUANT_TINY + ["--n-head-kv", "4", "--dense", "--seed", "32"],
+                           ["Q5_K_S"]),
+    "bamboo_sparse_q4_k_s_pure": (QUANT_TINY + ["--arch", "bamboo", "--n-head-kv", "2", "--seed",
+                                                "33"], ["Q4_K_S", "--pure"]),
+    "falcon_sparse_q4_k_m": (QUANT_TINY + ["--arch", "falcon", "--n-head-kv", "1", "--ctx", "128",
+                                           "--seed", "34"], ["Q4_K_M"]),
+    "opt_sparse_q6_k": (QUANT_TINY + ["--arch", "opt", "--n-head-kv", "4", "--ctx", "128",
+                                      "--seed", "35"], ["Q6_K"]),
+}
+
 # sparse/dense twins of one seed: (sparse, dense, threshold the sparse file is run at)
 TWINS = {
     "llama": [("llama_sparse_f16_gqa", "llama_dense_f16_gqa", None)],
@@ -246,6 +270,34 @@ def compare_engine(c, np, oracle, name, path, dump, tokens, one_by_one, rtol, wo
                 f"within {2 * diff:.2g})")
 
 
+def compare_quantized(np, oracle, args):
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="pi-oracle-q-"))
+    work.mkdir(parents=True, exist_ok=True)
+    c = Checker()
+    try:
+        tokens = None
+        for name, (flags, quantize) in QUANTIZED_MODELS.items():
+            source = work / f"{name}.f32.gguf"
+            path = work / f"{name}.gguf"
+            run([args.make_model, "-o", source, "--vocab", args.vocab] + flags)
+            run([args.quantize, source, path, quantize[0], "--threads", "2"] + quantize[1:])
+            model = oracle.Model(str(path))
+            if tokens is None:
+                rng = np.random.default_rng(1234)
+                tokens = [1] + rng.integers(3, model.n_vocab, 31).tolist()
+            types = sorted({model.file.type_name(t) for t in model.file.tensors})
+            print(f"{name}: pi-quantize {' '.join(quantize)}: tensor types {', '.join(types)}")
+            compare_engine(c, np, oracle, name, path, args.dump, tokens, False, args.rtol, work)
+    except RuntimeError as e:
+        c.check(False, str(e))
+    if c.failures:
+        print(f"{len(c.failures)} check(s) failed; models and logits kept in {work}")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("all checks passed")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description="engine vs NumPy oracle on synthetic models")
     ap.add_argument("--dump", required=True, help="path of dump_logits")
@@ -257,6 +309,8 @@ def main():
     ap.add_argument("--families", default="llama,layernorm",
                     help="comma-separated family groups: llama (llama, prosparse, bamboo), "
                          "layernorm (falcon, falcon-40b, opt)")
+    ap.add_argument("--quantize", help="path of pi-quantize: compare the quantized files "
+                                        "(QUANTIZED_MODELS) instead of --families")
     only = ap.add_mutually_exclusive_group()
     only.add_argument("--oracle-only", action="store_true", help="skip the engine comparison")
     only.add_argument("--engine-only", action="store_true",
@@ -275,6 +329,9 @@ def main():
         print(f"FAILED: vocabulary {args.vocab} not found")
         return 1
     import oracle
+
+    if args.quantize:
+        return compare_quantized(np, oracle, args)
 
     models = {}
     for g in groups:
