@@ -23,6 +23,7 @@
 // FMA per element, and for Q4_K a * dmin * m to a per-sub-block sum subtracted at the end. It
 // uses V's full width (16 floats with AVX-512): converting codes is its cost.
 #include "cpu_simd.hpp"
+#include "simd_hreduce.hpp"
 #include "quant/blocks.hpp"
 #include "simd_vector.hpp"
 
@@ -41,24 +42,6 @@ template <quant_vector V> struct kquant_impl {
     static float half(uint16_t h) { return _cvtsh_ss(h); }
     static int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }
 
-    static float hsum8(__m256 v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
-    static float hsum4(__m128 s) {
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
-    static float hmax8(__m256 v) {
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        return _mm_cvtss_f32(m);
-    }
-
     // ---- activations ----
 
     // Q8_K rows: d = max |x| / 127 over the 256 elements, codes x / d rounded to nearest (as
@@ -70,7 +53,7 @@ template <quant_vector V> struct kquant_impl {
             __m256 amax = _mm256_setzero_ps();
             for (int k = 0; k < qk_k / 8; ++k)
                 amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * k)));
-            const float d = hmax8(amax) / 127.0f;
+            const float d = hreduce<V>::max8(amax) / 127.0f;
             const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
             block_q8_k& q = out[b];
             q.d = d;
@@ -219,9 +202,9 @@ template <quant_vector V> struct kquant_impl {
     }
 
     static float finish(const block_q4_k*, const token_sums& s) {
-        return hsum8(s.acc) - hsum4(s.accm);
+        return hreduce<V>::sum8(s.acc) - hreduce<V>::sum4(s.accm);
     }
-    static float finish(const block_q6_k*, const token_sums& s) { return hsum8(s.acc); }
+    static float finish(const block_q6_k*, const token_sums& s) { return hreduce<V>::sum8(s.acc); }
 
     // Bytes of a super-block the prefetches cover: every cache line it may touch.
     template <class B> static void prefetch_block(const B* b) {

@@ -18,6 +18,7 @@
 //
 // What V must provide is the concept quant_vector (simd_vector.hpp).
 #include "cpu_simd.hpp"
+#include "simd_hreduce.hpp"
 #include "quant/blocks.hpp"
 #include "simd_vector.hpp"
 
@@ -97,19 +98,6 @@ template <quant_vector V> struct quant_impl {
 
     // ---- activations ----
 
-    static float hmax(__m256 v) {
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        return _mm_cvtss_f32(m);
-    }
-    static int32_t hsum(__m256i v) {
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-        return _mm_cvtsi128_si32(s);
-    }
-
     // As ggml's Q8_0 quantizer (d = max |x| / 127, codes x / d rounded to nearest), with d kept
     // as a float; then the group sums of the codes give each block's group words and their total
     // its second word.
@@ -130,7 +118,7 @@ template <quant_vector V> struct quant_impl {
                 v[k] = _mm256_loadu_ps(x + 32 * b + 8 * k);
                 amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
             }
-            const float db = hmax(amax) / 127.0f;
+            const float db = hreduce<V>::max8(amax) / 127.0f;
             const __m256 id = _mm256_set1_ps(db != 0.0f ? 1.0f / db : 0.0f);
             __m256i n[4];
 #pragma GCC unroll 4
@@ -144,7 +132,7 @@ template <quant_vector V> struct quant_impl {
                 _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
             const __m256i groups = _mm256_madd_epi16(
                 _mm256_maddubs_epi16(_mm256_set1_epi8(1), codes), _mm256_set1_epi16(1));
-            const int32_t sum = hsum(groups);
+            const int32_t sum = hreduce<V>::sum8(groups);
             const __m256i corr = offset >= 0
                                      ? _mm256_mullo_epi32(groups, _mm256_set1_epi32(-offset))
                                      : _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(groups),
