@@ -269,12 +269,53 @@ template <quant_vector V> struct kquant_impl {
             f(static_cast<const block_q4_k*>(nullptr));
     }
 
-    // y[rows[k]] = w[rows[k]] . x for k in [0, n), the next listed row prefetched.
+    // *out[i] = w[i] . x for N rows and one token, their super-blocks read side by side: listed
+    // rows are scattered, and N streams keep N times the memory accesses in flight. The rows
+    // `next` are fetched into the cache at the pace these are read. Each row's sums are those of
+    // dot_tile, in the same order.
+    template <class B, int N>
+    static void dot_rows(const B* const* w, const block_q8_k* x, int64_t blocks, float* const* out,
+                         const B* const* next) {
+        token_sums s[N];
+#pragma GCC unroll 4
+        for (int i = 0; i < N; ++i)
+            s[i] = {_mm256_setzero_ps(), _mm_setzero_ps()};
+        for (int64_t b = 0; b < blocks; ++b) {
+#pragma GCC unroll 4
+            for (int i = 0; i < N; ++i) {
+                if (next != nullptr) prefetch_block(next[i] + b);
+                unpacked u;
+                unpack(w[i][b], u);
+                add_block(w[i], u, x[b], s[i]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < N; ++i)
+            *out[i] = finish(w[i], s[i]);
+    }
+
+    static constexpr int sparse_rows = 4;
+
+    // y[rows[k]] = w[rows[k]] . x for k in [0, n), sparse_rows listed rows at a time.
     static void mul_rows_k(const weights& w, const int32_t* rows, int64_t n, const block_q8_k* x,
                            float* y) {
         visit(w.type, [&]<class B>(const B*) {
+            constexpr int N = sparse_rows;
             const int64_t blocks = w.cols / qk_k;
-            for (int64_t k = 0; k < n; ++k) {
+            int64_t k = 0;
+            for (; k + N <= n; k += N) {
+                const B* wr[N];
+                const B* next[N];
+                float* out[N];
+                const bool more = k + 2 * N <= n;
+                for (int i = 0; i < N; ++i) {
+                    wr[i] = row<B>(w, rows[k + i]);
+                    next[i] = more ? row<B>(w, rows[k + N + i]) : nullptr;
+                    out[i] = y + rows[k + i];
+                }
+                dot_rows<B, N>(wr, x, blocks, out, more ? next : nullptr);
+            }
+            for (; k < n; ++k) {
                 float* out = y + rows[k];
                 dot_tile<B, 1>(row<B>(w, rows[k]), &x, blocks, &out,
                                k + 1 < n ? row<B>(w, rows[k + 1]) : nullptr);

@@ -221,6 +221,8 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
     // The arena's F16 patterns read as blocks give finite scales and random codes.
     matvec("mat-vec Q4_0 2048x5632", pi::ggml_type::q4_0, d, ff);
     matvec("mat-vec Q8_0 2048x5632", pi::ggml_type::q8_0, d, ff);
+    matvec("mat-vec Q4_K 2048x5632", pi::ggml_type::q4_k, d, ff);
+    matvec("mat-vec Q6_K 2048x5632", pi::ggml_type::q6_k, d, ff);
     // The shapes of a Q4_0 bench model's decode besides the FFN: Q and O, K and V and the
     // predictor's fc1, the predictor's fc2.
     matvec("mat-vec Q4_0 2048x2048", pi::ggml_type::q4_0, d, d);
@@ -249,34 +251,37 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
             const pib_tensor tw = b.weight(pi::ggml_type::f16, d, ff, off);
             vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
         });
-        const size_t q4_bytes = pi::row_bytes(pi::ggml_type::q4_0, d) * static_cast<size_t>(ff);
-        const double q4_active =
-            static_cast<double>(count[0]) * pi::row_bytes(pi::ggml_type::q4_0, d);
-        measure("sparse mat-vec Q4_0 2048x5632 10%", q4_bytes, all_copies, q4_active, 0,
-                [&](size_t off) {
-                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
-                    vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
-                });
-        measure("sparse axpy Q4_0 2048x5632 10%", q4_bytes, all_copies, q4_active, 0,
-                [&](size_t off) {
-                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
-                    vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
-                });
         // Dense mode's down projection on a sparse file: the accumulate over every row.
         std::vector<int32_t> all_idx, all_count;
         active_lists(ff, 1, 1.0, 7, all_idx, all_count);
         const pib_tensor tai = b.scratch(pi::ggml_type::i32, ff, 1, all_idx.data());
         const pib_tensor tac = b.scratch(pi::ggml_type::i32, 1, 1, all_count.data());
-        measure("axpy Q4_0 2048x5632 all rows", q4_bytes, all_copies, static_cast<double>(q4_bytes),
-                0, [&](size_t off) {
-                    const pib_tensor tw = b.weight(pi::ggml_type::q4_0, d, ff, off);
-                    vt.axpy_sparse(b.ctx(), &tw, &ta, &tai, &tac, &tyd);
-                });
+        for (pi::ggml_type type : {pi::ggml_type::q4_0, pi::ggml_type::q4_k, pi::ggml_type::q6_k}) {
+            const std::string name = pi::traits_of(static_cast<uint32_t>(type)).name;
+            const size_t bytes = pi::row_bytes(type, d) * static_cast<size_t>(ff);
+            const double active_bytes = static_cast<double>(count[0]) * pi::row_bytes(type, d);
+            measure("sparse mat-vec " + name + " 2048x5632 10%", bytes, all_copies, active_bytes,
+                    0, [&](size_t off) {
+                        const pib_tensor tw = b.weight(type, d, ff, off);
+                        vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
+                    });
+            measure("sparse axpy " + name + " 2048x5632 10%", bytes, all_copies, active_bytes, 0,
+                    [&](size_t off) {
+                        const pib_tensor tw = b.weight(type, d, ff, off);
+                        vt.axpy_sparse(b.ctx(), &tw, &ta, &ti, &tc, &tyd);
+                    });
+            measure("axpy " + name + " 2048x5632 all rows", bytes, all_copies,
+                    static_cast<double>(bytes), 0, [&](size_t off) {
+                        const pib_tensor tw = b.weight(type, d, ff, off);
+                        vt.axpy_sparse(b.ctx(), &tw, &ta, &tai, &tac, &tyd);
+                    });
+        }
     }
 
     // Prompt batches: weights reused by every token, so count FLOPs.
     const pi::ggml_type batch_types[] = {pi::ggml_type::f16, pi::ggml_type::q4_0,
-                                         pi::ggml_type::q8_0};
+                                         pi::ggml_type::q8_0, pi::ggml_type::q4_k,
+                                         pi::ggml_type::q6_k};
     for (pi::ggml_type type : batch_types) {
         const std::string name = pi::traits_of(static_cast<uint32_t>(type)).name;
         const size_t bytes = pi::row_bytes(type, d) * static_cast<size_t>(ff);
