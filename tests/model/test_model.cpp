@@ -6,6 +6,7 @@
 
 #include "gguf/gguf.hpp"
 #include "model/model.hpp"
+#include "quant/types.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 
@@ -137,6 +138,20 @@ TEST_CASE("a weight type without kernels is reported unsupported with its tensor
     });
     expect_load_error(path, status::unsupported, "blk.0.ffn_gate.weight");
     expect_load_error(path, status::unsupported, "I8");
+}
+
+TEST_CASE("Q8_K, ggml's activation-side type, is refused as a weight with its tensor and type") {
+    static const std::string dir = test::scratch_dir("model_q8k");
+    synth_options o = test::tiny_model_options(true);
+    o.n_embd = 256; // whole Q8_K super-blocks per row
+    const std::string wide = test::write_tiny_model(dir, "wide.gguf", o);
+    const std::string path = test::rewrite_model(wide, dir + "/q8k.gguf", [](test::model_edit& e) {
+        auto* t = find_tensor(e, "blk.0.attn_q.weight");
+        t->type = ggml_type::q8_k;
+        t->data.assign(static_cast<size_t>(t->dims[1]) * row_bytes(ggml_type::q8_k, t->dims[0]), 0);
+    });
+    expect_load_error(path, status::unsupported, "blk.0.attn_q.weight");
+    expect_load_error(path, status::unsupported, "Q8_K");
 }
 
 TEST_CASE("a vocabulary whose size differs from the embedding rows is rejected") {
