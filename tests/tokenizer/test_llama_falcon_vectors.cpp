@@ -218,6 +218,8 @@ TEST_CASE("falcon encodes 100 KB words and texts in linear-ish time") {
         MESSAGE(text.size() << " bytes -> " << out.size() << " tokens in " << seconds * 1e3
                             << " ms");
         CHECK(decode(t, out) == text);
-        CHECK(seconds < 2.0); // milliseconds when linear-ish; a quadratic pass takes minutes
+        // Tens of milliseconds when linear-ish (seconds under a sanitizer on a loaded machine);
+        // a quadratic pass takes minutes.
+        CHECK(seconds < 15.0);
     }
 }
