@@ -24,10 +24,8 @@ greedy_run load_and_decode(const std::string& path, const pi_model_params& param
     cp.n_ctx = 64;
     cp.n_threads = 1;
     pi_context* ctx = nullptr;
-    const pi_token prompt[] = {pi_token_bos(model), 100, 200, 300};
-    if (pi_context_create(model, &cp, &ctx) == PI_OK)
-        run = greedy_decode(model, ctx, std::vector<pi_token>(std::begin(prompt), std::end(prompt)),
-                            3);
+    const std::vector<pi_token> prompt{pi_token_bos(model), 100, 200, 300};
+    if (pi_context_create(model, &cp, &ctx) == PI_OK) run = greedy_decode(model, ctx, prompt, 3);
     pi_context_free(ctx);
     pi_model_free(model);
     return run;

@@ -1,6 +1,7 @@
 #include "threads_support.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace threads_test {
@@ -16,8 +17,8 @@ std::string tiny_model(uint64_t seed) {
     return it->second;
 }
 
-model_handle::model_handle(const std::string& path, const pi_model_params* params) {
-    REQUIRE(pi_model_load(path.c_str(), params, &model) == PI_OK);
+model_handle::model_handle(const std::string& path) {
+    REQUIRE(pi_model_load(path.c_str(), nullptr, &model) == PI_OK);
 }
 
 context_handle::context_handle(pi_model* model, int32_t n_threads, int32_t n_ctx) {
@@ -35,6 +36,12 @@ std::vector<pi_token> tokenize(pi_model* model, const std::string& text) {
             PI_OK);
     tokens.resize(n);
     return tokens;
+}
+
+bool greedy_run::operator==(const greedy_run& other) const {
+    return tokens == other.tokens && logits.size() == other.logits.size() &&
+           (logits.empty() ||
+            std::memcmp(logits.data(), other.logits.data(), logits.size() * sizeof(float)) == 0);
 }
 
 greedy_run greedy_decode(pi_model* model, pi_context* ctx, const std::vector<pi_token>& prompt,

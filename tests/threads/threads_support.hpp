@@ -18,7 +18,7 @@ std::string tiny_model(uint64_t seed);
 
 struct model_handle {
     pi_model* model = nullptr;
-    explicit model_handle(const std::string& path, const pi_model_params* params = nullptr);
+    explicit model_handle(const std::string& path);
     ~model_handle() { pi_model_free(model); }
     model_handle(const model_handle&) = delete;
     model_handle& operator=(const model_handle&) = delete;
@@ -34,11 +34,12 @@ struct context_handle {
 
 std::vector<pi_token> tokenize(pi_model* model, const std::string& text);
 
-// The tokens a greedy decode chose and the logits of every step.
+// The tokens a greedy decode chose and the logits of every step. Equal means the same tokens and
+// the same logit bits (not float ==, which takes -0 for 0).
 struct greedy_run {
     std::vector<pi_token> tokens;
     std::vector<float> logits;
-    bool operator==(const greedy_run&) const = default;
+    bool operator==(const greedy_run& other) const;
 };
 
 // Decodes `prompt` as one batch, then n_new tokens one at a time, always taking the argmax. It
