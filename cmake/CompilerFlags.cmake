@@ -1,9 +1,15 @@
-# Warnings for every target of the project; sanitizer builds come from the `asan` preset.
+# Warnings for every target of the project; sanitizer builds come from the `asan` and `tsan`
+# presets (docs/sanitizers.md).
 add_compile_options(
   "$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra;-Wno-unused-parameter>"
 )
-set(POWERINFER_SANITIZE "" CACHE STRING "Sanitizers to enable, e.g. address,undefined")
+set(POWERINFER_SANITIZE "" CACHE STRING "Sanitizers to enable, e.g. address,undefined or thread")
 if(POWERINFER_SANITIZE)
+  # The compilers refuse ThreadSanitizer next to AddressSanitizer or LeakSanitizer; say so at
+  # configure time rather than on the first compile.
+  if(POWERINFER_SANITIZE MATCHES "(^|,)thread(,|$)" AND POWERINFER_SANITIZE MATCHES "(^|,)(address|leak)(,|$)")
+    message(FATAL_ERROR "POWERINFER_SANITIZE=${POWERINFER_SANITIZE}: thread excludes address and leak")
+  endif()
   add_compile_options(-fsanitize=${POWERINFER_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${POWERINFER_SANITIZE})
 endif()

@@ -3,7 +3,8 @@
 #
 #   scripts/test.sh [PRESET [CMAKE_ARGS...]]
 #
-# PRESET is a preset of CMakePresets.json (default, debug, asan; default: default). CMAKE_ARGS go
+# PRESET is a preset of CMakePresets.json (default, debug, asan, tsan; default: default; tsan
+# builds and runs only the `threads` tests, docs/sanitizers.md). CMAKE_ARGS go
 # to the configure step. The Python tests (NumPy oracle, gguf cross-check) run in the project's
 # .venv, created here with numpy, gguf, pytest, openai and selenium from PyPI when it is absent.
 # PI_JOBS sets the parallelism (default: the number of CPUs).

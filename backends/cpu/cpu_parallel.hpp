@@ -4,6 +4,7 @@
 // a single task runs on the calling thread: decode issues hundreds of small kernels per token,
 // and entering the arena would cost more than they do.
 #include "cpu_context.hpp"
+#include "tsan_handoff.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/blocked_range2d.h>
@@ -12,17 +13,49 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
 namespace pi::cpu {
+
+// Runs loop(bodies...) inside c's arena, each body wrapped so that ThreadSanitizer sees the
+// loop's edges (tsan_handoff.hpp); without TSan the wrappers only forward. The wrappers exist
+// before the caller announces the loop: TBB's tasks read them (parallel_reduce reads them in
+// place), so nothing the tasks read may be written after that.
+template <class Loop, class... Bodies>
+void run_tasks(context& c, Loop&& loop, const Bodies&... bodies) {
+    tsan_handoff h;
+    h.publish();
+    c.run([&] {
+        h.enter_task(); // the arena may run this on one of its own threads
+        const auto announced = [&h](const auto& body) {
+            return [&h, &body](auto&&... args) -> decltype(auto) {
+                struct leave_at_exit {
+                    tsan_handoff& h;
+                    ~leave_at_exit() { h.leave_task(); }
+                } leave{h};
+                h.enter_task();
+                return body(std::forward<decltype(args)>(args)...);
+            };
+        };
+        const std::tuple wrapped{announced(bodies)...};
+        h.publish();
+        std::apply(loop, wrapped);
+        h.leave_task();
+    });
+    h.collect();
+}
 
 // f(begin, end) over [0, n) in chunks of at least `grain` indices.
 template <class F> void parallel_1d(context& c, int64_t n, int64_t grain, F&& f) {
     if (n <= 0) return;
     if (n <= grain) return f(int64_t{0}, n);
-    c.run([&] {
-        tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
-                          [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
-    });
+    run_tasks(
+        c,
+        [&](const auto& body) {
+            tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), body);
+        },
+        [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
 }
 
 // f(row, col_begin, col_end) over the rows x cols grid, columns in chunks of `col_grain`.
@@ -30,31 +63,34 @@ template <class F>
 void parallel_2d(context& c, int64_t rows, int64_t cols, int64_t col_grain, F&& f) {
     if (rows <= 0 || cols <= 0) return;
     if (rows == 1 && cols <= col_grain) return f(int64_t{0}, int64_t{0}, cols);
-    c.run([&] {
-        tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, 1, 0, cols, col_grain),
-                          [&](const tbb::blocked_range2d<int64_t>& r) {
-                              for (int64_t i = r.rows().begin(); i < r.rows().end(); ++i)
-                                  f(i, r.cols().begin(), r.cols().end());
-                          });
-    });
+    run_tasks(
+        c,
+        [&](const auto& body) {
+            tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, 1, 0, cols, col_grain), body);
+        },
+        [&](const tbb::blocked_range2d<int64_t>& r) {
+            for (int64_t i = r.rows().begin(); i < r.rows().end(); ++i)
+                f(i, r.cols().begin(), r.cols().end());
+        });
 }
 
 // The largest f(i) over [0, n), or `none` when n <= 0.
 template <class F> int64_t parallel_max(context& c, int64_t n, int64_t none, F&& f) {
     if (n == 1) return std::max(none, f(int64_t{0}));
     int64_t result = none;
-    c.run([&] {
-        result = tbb::parallel_reduce(
-            tbb::blocked_range<int64_t>(0, n), none,
-            [&](const tbb::blocked_range<int64_t>& r, int64_t m) {
-                for (int64_t i = r.begin(); i < r.end(); ++i) {
-                    const int64_t v = f(i);
-                    if (v > m) m = v;
-                }
-                return m;
-            },
-            [](int64_t a, int64_t b) { return a > b ? a : b; });
-    });
+    run_tasks(
+        c,
+        [&](const auto& body, const auto& join) {
+            result = tbb::parallel_reduce(tbb::blocked_range<int64_t>(0, n), none, body, join);
+        },
+        [&](const tbb::blocked_range<int64_t>& r, int64_t m) {
+            for (int64_t i = r.begin(); i < r.end(); ++i) {
+                const int64_t v = f(i);
+                if (v > m) m = v;
+            }
+            return m;
+        },
+        [](int64_t a, int64_t b) { return a > b ? a : b; });
     return result;
 }
 
@@ -70,15 +106,16 @@ template <class F> void parallel_chunks(context& c, int64_t n, int64_t chunk, F&
             one(i);
         return;
     }
-    c.run([&] {
-        tbb::parallel_for(
-            tbb::blocked_range<int64_t>(0, n_chunks, 1),
-            [&](const tbb::blocked_range<int64_t>& r) {
-                for (int64_t i = r.begin(); i < r.end(); ++i)
-                    one(i);
-            },
-            tbb::simple_partitioner());
-    });
+    run_tasks(
+        c,
+        [&](const auto& body) {
+            tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_chunks, 1), body,
+                              tbb::simple_partitioner());
+        },
+        [&](const tbb::blocked_range<int64_t>& r) {
+            for (int64_t i = r.begin(); i < r.end(); ++i)
+                one(i);
+        });
 }
 
 // A chunk size splitting n items into about `per_thread` chunks per thread: at least min_chunk

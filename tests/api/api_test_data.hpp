@@ -6,9 +6,10 @@
 
 #include "powerinfer.h"
 
-// Writes a tiny synthetic sparse model (n_embd 64, 2 layers, 4 query and 2 KV heads, n_ff 176)
-// over the fixture's vocabulary (tests/data/relu-llama-kjv.vocab.gguf, docs/fixture.md) to `out`.
-inline void write_tiny_model(const std::string& out, uint64_t seed, float predictor_noise = 0.0f) {
+// The parameters of a tiny synthetic sparse model (n_embd 64, 2 layers, 4 query and 2 KV heads,
+// n_ff 176) over the fixture's vocabulary (tests/data/relu-llama-kjv.vocab.gguf, docs/fixture.md);
+// write_tiny_model writes one to `out`.
+inline pi_synth_params tiny_model_params(uint64_t seed, float predictor_noise = 0.0f) {
     pi_synth_params p = pi_synth_default_params();
     p.n_embd = 64;
     p.n_layer = 2;
@@ -18,5 +19,10 @@ inline void write_tiny_model(const std::string& out, uint64_t seed, float predic
     p.seed = seed;
     p.predictor_noise = predictor_noise;
     p.vocab_path = PI_TEST_FIXTURE_VOCAB;
+    return p;
+}
+
+inline void write_tiny_model(const std::string& out, uint64_t seed, float predictor_noise = 0.0f) {
+    const pi_synth_params p = tiny_model_params(seed, predictor_noise);
     REQUIRE(pi_synth_model_write(&p, out.c_str()) == PI_OK);
 }
