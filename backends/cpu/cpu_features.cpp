@@ -4,17 +4,26 @@
 
 #include <cstdlib>
 #include <cstring>
+#if defined(POWERINFER_CPU_X86)
+#include <cpuid.h>
+#endif
 
 namespace pi::cpu {
 
 namespace {
 
 #if defined(POWERINFER_CPU_X86)
+// CPUID leaf 1, ECX bit 29. Read directly: Clang before 16 has no "f16c" for
+// __builtin_cpu_supports.
+bool has_f16c() noexcept {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 // F16C ships with every AVX2 CPU, but is checked anyway since the kernels rely on it.
 bool has_avx2() noexcept {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 }
 
 bool has_avx512() noexcept {

@@ -102,7 +102,6 @@ private:
     std::unique_ptr<device> host_;   // owns the weights buffer (a CPU backend instance)
     buffer weights_;
     std::vector<uint8_t> owned_bytes_; // no-mmap loads copy the data section here
-    const uint8_t* data_base_ = nullptr;
 
     hparams hp_;
     std::string name_;
