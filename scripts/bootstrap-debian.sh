@@ -3,11 +3,12 @@
 # Safe to run again: packages already present are left alone, and nothing is fetched when all
 # of them are.
 #
-#   scripts/bootstrap-debian.sh [--hip] [--server-tests]
+#   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz]
 #
 #   --hip            also install hipcc, for the optional HIP backend
 #   --server-tests   also install what pi-server's tests drive it with: curl, chromium and
 #                    chromium-driver (the chat page in a headless browser)
+#   --fuzz           also install clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
@@ -16,8 +17,9 @@ for arg in "$@"; do
     case "$arg" in
     --hip) packages+=(hipcc) ;;
     --server-tests) packages+=(curl chromium chromium-driver) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     -h | --help)
-        sed -n '2,10s/^# \{0,1\}//p' "$0"
+        sed -n '2,11s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     *)
