@@ -270,6 +270,16 @@ def compare_engine(c, np, oracle, name, path, dump, tokens, one_by_one, rtol, wo
                 f"within {2 * diff:.2g})")
 
 
+def finish(c, work):
+    """The exit status; the scratch folder is removed when every check passed."""
+    if c.failures:
+        print(f"{len(c.failures)} check(s) failed; models and logits kept in {work}")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("all checks passed")
+    return 0
+
+
 def compare_quantized(np, oracle, args):
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="pi-oracle-q-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -290,12 +300,7 @@ def compare_quantized(np, oracle, args):
             compare_engine(c, np, oracle, name, path, args.dump, tokens, False, args.rtol, work)
     except RuntimeError as e:
         c.check(False, str(e))
-    if c.failures:
-        print(f"{len(c.failures)} check(s) failed; models and logits kept in {work}")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("all checks passed")
-    return 0
+    return finish(c, work)
 
 
 def main():
@@ -369,12 +374,7 @@ def main():
                                args.rtol, work)
     except RuntimeError as e:
         c.check(False, str(e))
-    if c.failures:
-        print(f"{len(c.failures)} check(s) failed; models and logits kept in {work}")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("all checks passed")
-    return 0
+    return finish(c, work)
 
 
 if __name__ == "__main__":
