@@ -80,9 +80,6 @@ def plan_falcon(spec: ModelSpec, tensors: dict[str, TensorRef], predictor: Optio
             plan.add(blk + "ffn_down.weight", hf + "mlp.dense_4h_to_h.weight", (d, ff))
         else:
             plan.add(blk + "ffn_down_t.weight", hf + "mlp.dense_4h_to_h.weight", (d, ff), "transpose")
-            assert predictor is not None
-            fc1, fc2 = predictor.layers[il]
-            plan.add_ref(blk + "fc1.weight", fc1)
-            plan.add_ref(blk + "fc2.weight", fc2)
+            plan.add_predictor(blk, predictor, il)
     plan.check_all_used()
     return plan.out

@@ -59,9 +59,6 @@ def plan_opt(spec: ModelSpec, tensors: dict[str, TensorRef], predictor: Optional
             with_bias(blk + "ffn_down", hf + "fc2", (d, ff))
         else:
             with_bias(blk + "ffn_down_t", hf + "fc2", (d, ff), "transpose")
-            assert predictor is not None
-            fc1, fc2 = predictor.layers[il]
-            plan.add_ref(blk + "fc1.weight", fc1)
-            plan.add_ref(blk + "fc2.weight", fc2)
+            plan.add_predictor(blk, predictor, il)
     plan.check_all_used()
     return plan.out

@@ -21,7 +21,7 @@ import numpy as np
 from .dtypes import GGML_F16, GGML_F32, GGML_NUMPY, SOURCE_DTYPES, to_numpy_float
 from .errors import ConvertError
 from .model_spec import ModelSpec
-from .predictor import is_predictor_tensor
+from .predictor import Predictor, is_predictor_tensor
 from .tensor_source import TensorRef
 
 BLOCK_BYTES = 16 << 20
@@ -144,6 +144,13 @@ class Planner:
     def add_ref(self, name: str, ref: TensorRef) -> None:
         self._usable(ref)
         self.out.append(PlannedTensor(name, ref, "copy", self._type(len(ref.shape)), ref.shape))
+
+    def add_predictor(self, blk: str, predictor: Optional[Predictor], layer: int) -> None:
+        """Layer `layer`'s predictor (fc1, fc2) under the GGUF prefix `blk`: every sparse file has one."""
+        assert predictor is not None
+        fc1, fc2 = predictor.layers[layer]
+        self.add_ref(blk + "fc1.weight", fc1)
+        self.add_ref(blk + "fc2.weight", fc2)
 
     def skip(self, source: str) -> None:
         """A checkpoint tensor the model does not read (a tied output's stored copy)."""

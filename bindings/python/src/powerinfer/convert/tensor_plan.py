@@ -60,9 +60,6 @@ def _plan_llama(spec: ModelSpec, tensors: dict[str, TensorRef], predictor: Optio
             plan.add(blk + "ffn_down.weight", hf + "mlp.down_proj.weight", (spec.n_embd, spec.n_ff))
         else:
             plan.add(blk + "ffn_down_t.weight", hf + "mlp.down_proj.weight", (spec.n_embd, spec.n_ff), "transpose")
-            assert predictor is not None
-            fc1, fc2 = predictor.layers[il]
-            plan.add_ref(blk + "fc1.weight", fc1)
-            plan.add_ref(blk + "fc2.weight", fc2)
+            plan.add_predictor(blk, predictor, il)
     plan.check_all_used()
     return plan.out
