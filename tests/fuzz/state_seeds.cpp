@@ -17,6 +17,7 @@ namespace {
 // Mode bits of state_fuzz.cpp.
 constexpr uint8_t load_seq_0 = 1 << 2;
 constexpr uint8_t busy_target = 1 << 4;
+constexpr uint8_t stamp_fingerprint = 1 << 5;
 uint8_t with_sampler(int kind) {
     return static_cast<uint8_t>(kind + 1);
 }
@@ -64,7 +65,8 @@ void write_state_seeds(const std::filesystem::path& dir, const std::string& mode
             pi_sample(sampler.get(), pi_get_logits(ctx.get(), -1), pi_n_vocab(model.get()), &next),
             "pi_sample");
         generate(model.get(), ctx.get(), sampler.get(), next, 2);
-        write_state(dir / (std::string("sampler-") + names[kind] + ".state"), with_sampler(kind),
+        write_state(dir / (std::string("sampler-") + names[kind] + ".state"),
+                    with_sampler(kind) | stamp_fingerprint,
                     saved_state(ctx.get(), -1, sampler.get()));
     }
 }
