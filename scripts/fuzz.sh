@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-20}
 shift $(($# > 0 ? 1 : 0))
-all_targets=(gguf_fuzz model_load_fuzz tokenizer_fuzz gpu_index_fuzz activation_stats_fuzz)
+all_targets=(gguf_fuzz model_load_fuzz tokenizer_fuzz gpu_index_fuzz activation_stats_fuzz
+    state_fuzz grammar_fuzz json_schema_fuzz chat_template_fuzz server_request_fuzz)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 jobs=${PI_JOBS:-2}
 build=build-fuzz
@@ -22,7 +23,9 @@ read -r -a extra_args <<<"${PI_FUZZ_ARGS:-}"
 
 declare -A dict=(
     [gguf_fuzz]=gguf.dict [model_load_fuzz]=gguf.dict [gpu_index_fuzz]=gguf.dict
-    [activation_stats_fuzz]=torch.dict [tokenizer_fuzz]=tokenizer.dict
+    [activation_stats_fuzz]=torch.dict [tokenizer_fuzz]=tokenizer.dict [state_fuzz]=state.dict
+    [grammar_fuzz]=gbnf.dict [json_schema_fuzz]=json_schema.dict [chat_template_fuzz]=chat.dict
+    [server_request_fuzz]=server_request.dict
 )
 for target in "${targets[@]}"; do
     if [[ -z ${dict[$target]:-} ]]; then
@@ -55,10 +58,14 @@ for target in "${targets[@]}"; do
     log=$build/fuzz-logs/$target.log
     mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
     echo "fuzz.sh: $target for ${seconds}s"
-    # New inputs go to the first folder (the kept corpus); the seeds are read only.
+    # New inputs go to the first folder (the kept corpus); the seeds and the committed
+    # regressions (tests/fuzz/regressions/<target>/, where there are any) are read only.
+    regressions=()
+    if [[ -d tests/fuzz/regressions/$target ]]; then regressions=("tests/fuzz/regressions/$target"); fi
     if "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -dict="tests/fuzz/${dict[$target]}" -artifact_prefix="$artifacts/" -print_final_stats=1 \
-        "${extra_args[@]}" "$corpus" "$build/fuzz-seeds/$target" >"$log" 2>&1; then
+        "${extra_args[@]}" "$corpus" "$build/fuzz-seeds/$target" "${regressions[@]}" \
+        >"$log" 2>&1; then
         result=ok
     else
         result="FAILED (log: $log, inputs: $artifacts/)"
@@ -67,7 +74,9 @@ for target in "${targets[@]}"; do
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-    summary+=("$(printf '%-22s %10s runs %7s exec/s  %s' "$target" "${runs:-?}" "${speed:-?}" "$result")")
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d ' ' -f 2)
+    summary+=("$(printf '%-22s %10s runs %7s exec/s %6s edges  %s' "$target" "${runs:-?}" \
+        "${speed:-?}" "${cov:-?}" "$result")")
 done
 
 printf '%s\n' "${summary[@]}"
