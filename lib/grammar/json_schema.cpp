@@ -355,7 +355,8 @@ std::string json_schema_to_gbnf(std::string_view schema_json) {
                 fail(status::unsupported, "json schema: nested deeper than ", max_depth, " levels");
             return true;
         });
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error, or out_of_range for a number past a double ("1e309").
         fail(status::invalid_argument, "json schema: not valid JSON: ", e.what());
     }
     std::string gbnf = schema_converter().convert(schema);
