@@ -181,6 +181,7 @@ void context::decode(const batch_view& batch) {
     const std::span<const int32_t> positions(batch_pos_.data(), static_cast<size_t>(n));
 
     const auto start = std::chrono::steady_clock::now();
+    take_link_tally(); // state edits between batches are no batch's
     const arena_tensors& a = host_.tensors();
     cpu_->upload(host_.memory(), a.ids.offset, batch.tokens.data(), batch.tokens.size_bytes());
     const std::span<int32_t> cells(batch_cells_.data(), static_cast<size_t>(n));
@@ -192,13 +193,21 @@ void context::decode(const batch_view& batch) {
         if (offload_half_) offload_half_->upload_batch(positions, cells);
         forward(n, std::span<const int32_t>(out_rows_.data(), static_cast<size_t>(n_outputs_)));
     } catch (...) {
+        take_link_tally();
         kv_.forget(cells);
         n_outputs_ = 0;
         std::fill(logits_row_of_token_.begin(), logits_row_of_token_.end(), -1);
         throw;
     }
+    counters_.add_link(n, take_link_tally());
     counters_.add_batch(
         n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+link_tally context::take_link_tally() noexcept {
+    link_tally t = kv_.take_device_tally();
+    if (offload_half_) t.add(offload_half_->take_tally());
+    return t;
 }
 
 void context::forward(int32_t n, std::span<const int32_t> out_rows) {
@@ -260,17 +269,25 @@ void context::output_block(int32_t n, std::span<const int32_t> out_rows) {
     const auto vocab = static_cast<size_t>(h.n_vocab);
     for (size_t done = 0; done < out_rows.size();) {
         const size_t now = std::min(out_rows.size() - done, static_cast<size_t>(a.logits.ne1));
-        dev.run("uploading output rows", &pib_vtable::buffer_upload, a.mem, a.out_rows.offset,
-                out_rows.data() + done, now * sizeof(int32_t));
+        if (on_device)
+            offload_half_->upload(a.out_rows.offset, out_rows.data() + done, now * sizeof(int32_t));
+        else
+            dev.run("uploading output rows", &pib_vtable::buffer_upload, a.mem, a.out_rows.offset,
+                    out_rows.data() + done, now * sizeof(int32_t));
         pib_tensor rows = a.out_rows;
         rows.ne0 = static_cast<int64_t>(now);
         const pib_tensor xo = first_rows(a.xo, rows.ne0), logits = first_rows(a.logits, rows.ne0);
         dev.run("gathering output rows", &pib_vtable::get_rows, &x, &rows, &xo);
         apply_norm(dev, "output norm", h, xo, norm, model_.output_norm_bias(), xo);
         dev.run("output projection", &pib_vtable::mul_mat, &out, &xo, &logits);
-        dev.run("synchronize", &pib_vtable::synchronize);
-        dev.run("downloading logits", &pib_vtable::buffer_download, a.mem, a.logits.offset,
-                logits_.data() + done * vocab, now * vocab * sizeof(float));
+        float* dst = logits_.data() + done * vocab;
+        if (on_device) {
+            offload_half_->download(a.logits.offset, dst, now * vocab * sizeof(float));
+        } else {
+            dev.run("synchronize", &pib_vtable::synchronize);
+            dev.run("downloading logits", &pib_vtable::buffer_download, a.mem, a.logits.offset, dst,
+                    now * vocab * sizeof(float));
+        }
         done += now;
     }
     if (n == 1)

@@ -129,6 +129,8 @@ class context {
     void x_to_host(int32_t n);
     void x_to_device(int32_t n);
     void check_cancel() const;
+    // The copies between the host and the offload device since the last call.
+    link_tally take_link_tally() noexcept;
 
     const model& model_;
     context_options options_;

@@ -25,9 +25,14 @@ void context::predict(device& dev, const arena_tensors& a, const layer_weights& 
     dev.run("predictor fc2", &pib_vtable::mul_mat, &w.fc2, &hidden, &p);
     dev.run("selecting active neurons", &pib_vtable::select_active, &p, model_.sparse_threshold(),
             &idx, &count);
+    const size_t bytes = sizeof(int32_t) * static_cast<size_t>(n);
     dev.run("synchronize", &pib_vtable::synchronize);
+    if (offload_half_ && &dev == &offload_half_->dev()) {
+        offload_half_->download(a.count.offset, active_counts_.data(), bytes);
+        return;
+    }
     dev.run("downloading active counts", &pib_vtable::buffer_download, a.mem, a.count.offset,
-            active_counts_.data(), sizeof(int32_t) * static_cast<size_t>(n));
+            active_counts_.data(), bytes);
 }
 
 void context::ffn_block(size_t il, int32_t n) {

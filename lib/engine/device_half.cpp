@@ -11,14 +11,22 @@ device_half::device_half(const model& m, const offload& off, device& host,
       hot_counts_(static_cast<size_t>(n_batch)),
       worker_([this](size_t il, int32_t n) { run_hot_neurons(il, n); }) {}
 
+void device_half::upload(size_t offset, const void* src, size_t bytes) {
+    offload_.dev().upload(arena_.memory(), offset, src, bytes);
+    tally_.count_upload(bytes);
+}
+
+void device_half::download(size_t offset, void* dst, size_t bytes) {
+    offload_.dev().download(arena_.memory(), offset, dst, bytes);
+    tally_.count_download(bytes);
+}
+
 void device_half::host_to_device(const pib_tensor& host, const pib_tensor& dev, size_t bytes) {
-    offload_.dev().upload(arena_.memory(), dev.offset, host_arena_.host_data() + host.offset,
-                          bytes);
+    upload(dev.offset, host_arena_.host_data() + host.offset, bytes);
 }
 
 void device_half::device_to_host(const pib_tensor& dev, const pib_tensor& host, size_t bytes) {
-    offload_.dev().download(arena_.memory(), dev.offset, host_arena_.host_data() + host.offset,
-                            bytes);
+    download(dev.offset, host_arena_.host_data() + host.offset, bytes);
 }
 
 void device_half::x_to_host(int32_t n) {
@@ -38,9 +46,8 @@ void device_half::x_to_device(int32_t n) {
 
 void device_half::upload_batch(std::span<const int32_t> positions,
                                std::span<const int32_t> cells) {
-    offload_.dev().upload(arena_.memory(), tensors().pos.offset, positions.data(),
-                          positions.size_bytes());
-    offload_.dev().upload(arena_.memory(), tensors().cells.offset, cells.data(), cells.size_bytes());
+    upload(tensors().pos.offset, positions.data(), positions.size_bytes());
+    upload(tensors().cells.offset, cells.data(), cells.size_bytes());
 }
 
 void device_half::lists_to_host(int32_t n, std::span<const int32_t> counts) {
@@ -108,7 +115,6 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device,
     const arena_tensors& d = tensors();
     const layer_weights& w = model_.layers()[il];
     const offload_layer& l = offload_.layer(il);
-    device& dev = offload_.dev();
     const auto ff = static_cast<size_t>(model_.hp().n_ff);
     const auto dim = static_cast<size_t>(model_.hp().n_embd);
     const size_t k_stride = static_cast<size_t>(d.hot_idx.ne0);
@@ -124,7 +130,7 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device,
         int32_t* list = lists_.data() + tt * ff;
         const size_t list_bytes = sizeof(int32_t) * static_cast<size_t>(total);
         if (lists_on_device)
-            dev.download(arena_.memory(), d.idx.offset + tt * d.idx.nb1, list, list_bytes);
+            download(d.idx.offset + tt * d.idx.nb1, list, list_bytes);
         else
             host_.download(host_arena_.memory(), h.idx.offset + tt * h.idx.nb1, list, list_bytes);
         int32_t cold = 0, hot = 0;
@@ -145,10 +151,9 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device,
                  sizeof(int32_t) * static_cast<size_t>(n));
     if (any_hot) {
         host_to_device(h.xn, d.xn, h.xn.nb1 * static_cast<size_t>(n));
-        dev.upload(arena_.memory(), d.hot_idx.offset, hot_rows_.data(),
-                   sizeof(int32_t) * k_stride * static_cast<size_t>(n));
-        dev.upload(arena_.memory(), d.hot_count.offset, hot_counts_.data(),
-                   sizeof(int32_t) * static_cast<size_t>(n));
+        upload(d.hot_idx.offset, hot_rows_.data(),
+               sizeof(int32_t) * k_stride * static_cast<size_t>(n));
+        upload(d.hot_count.offset, hot_counts_.data(), sizeof(int32_t) * static_cast<size_t>(n));
         worker_.start(il, n);
     }
     try {

@@ -4,10 +4,12 @@
 // device (on a worker thread) while the CPU computes the cold ones (docs/forward-pass.md).
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/arena.hpp"
 #include "engine/device_worker.hpp"
+#include "engine/link_tally.hpp"
 #include "engine/offload.hpp"
 
 namespace pi {
@@ -35,6 +37,12 @@ class device_half {
     void x_changed_on_device() noexcept { x_on_host_ = false; }
     void host_to_device(const pib_tensor& host, const pib_tensor& dev, size_t bytes);
     void device_to_host(const pib_tensor& dev, const pib_tensor& host, size_t bytes);
+    // Copies into and out of the device arena at a byte offset; every copy between the host and
+    // the device goes through these and is counted.
+    void upload(size_t offset, const void* src, size_t bytes);
+    void download(size_t offset, void* dst, size_t bytes);
+    // What crossed since the last call.
+    link_tally take_tally() noexcept { return std::exchange(tally_, link_tally{}); }
 
     // The device predicted; the CPU computes the layer's FFN and needs the lists.
     void lists_to_host(int32_t n, std::span<const int32_t> counts);
@@ -58,6 +66,7 @@ class device_half {
     std::vector<int32_t> hot_rows_;   // [n_batch][max_hot] device rows of active hot neurons
     std::vector<int32_t> hot_counts_; // [n_batch]
     device_worker worker_;
+    link_tally tally_;
 };
 
 } // namespace pi
