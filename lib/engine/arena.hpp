@@ -35,6 +35,10 @@ struct arena_tensors {
     pib_tensor xo, logits;
     pib_tensor audit_up, audit_gate; // dense FFN activations for the predictor audit
     pib_tensor hot_idx, hot_count, hot_up, hot_gate, partial; // the device half of a hybrid FFN
+    // Device only: I32 [n_batch * n_layer], the lengths of the lists a device-predicted layer
+    // keeps on the device; a batch of n tokens uses elements [il * n, (il + 1) * n) for layer
+    // il, so that one download after the batch brings every layer's counts.
+    pib_tensor layer_counts;
     pib_buffer* mem = nullptr;
     size_t size = 0;
 };

@@ -76,6 +76,7 @@ context::context(const model& m, const context_options& options)
     next_pos_.resize(static_cast<size_t>(options_.n_seq_max));
     out_rows_.resize(B);
     active_counts_.resize(B);
+    pending_ffn_.reserve(static_cast<size_t>(m.hp().n_layer));
     logits_.resize(B * static_cast<size_t>(m.hp().n_vocab));
     logits_row_of_token_.assign(B, -1);
     if (options_.offloaded)
@@ -217,6 +218,7 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     ids.ne0 = n;
     cpu_->run("token embedding lookup", &pib_vtable::get_rows, &model_.token_embd(), &ids, &x);
     if (offload_half_) offload_half_->start_batch();
+    pending_ffn_.clear();
 
     if (model_.hp().arch->learned_positions) add_positions(n);
     const bool parallel = model_.hp().arch->block == block_kind::parallel;
@@ -235,6 +237,7 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     }
     check_cancel();
     output_block(n, out_rows);
+    settle_device_counts(n);
 }
 
 // OPT: h += position_embd[pos + 2] (its table keeps Hugging Face's two offset rows).

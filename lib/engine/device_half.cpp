@@ -1,14 +1,20 @@
 #include "engine/device_half.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "engine/block_ops.hpp"
+
 namespace pi {
 
 device_half::device_half(const model& m, const offload& off, device& host,
                          const arena& host_tensors, int32_t n_batch)
     : model_(m), offload_(off), host_(host), host_arena_(host_tensors),
       arena_(off.dev(), m, device_arena_spec(n_batch, off.max_hot())),
-      lists_(static_cast<size_t>(n_batch) * static_cast<size_t>(m.hp().n_ff)),
       hot_rows_(static_cast<size_t>(n_batch) * static_cast<size_t>(tensors().hot_idx.ne0)),
       hot_counts_(static_cast<size_t>(n_batch)),
+      layer_counts_(static_cast<size_t>(n_batch) * static_cast<size_t>(m.hp().n_layer)),
       worker_([this](size_t il, int32_t n) { run_hot_neurons(il, n); }) {}
 
 void device_half::upload(size_t offset, const void* src, size_t bytes) {
@@ -50,34 +56,96 @@ void device_half::upload_batch(std::span<const int32_t> positions,
     upload(tensors().cells.offset, cells.data(), cells.size_bytes());
 }
 
-void device_half::lists_to_host(int32_t n, std::span<const int32_t> counts) {
-    const arena_tensors& h = host_arena_.tensors();
-    const arena_tensors& d = tensors();
-    for (int32_t t = 0; t < n; ++t) {
-        const auto tt = static_cast<size_t>(t);
-        const size_t bytes = sizeof(int32_t) * static_cast<size_t>(counts[tt]);
-        device_to_host(
-            pib_tensor{d.idx.type, d.idx.ne0, 1, d.idx.nb1, d.mem, d.idx.offset + tt * d.idx.nb1},
-            pib_tensor{h.idx.type, h.idx.ne0, 1, h.idx.nb1, h.mem, h.idx.offset + tt * h.idx.nb1},
-            bytes);
-    }
-    host_.upload(host_arena_.memory(), h.count.offset, counts.data(),
-                 sizeof(int32_t) * static_cast<size_t>(n));
+pib_tensor device_half::layer_count(size_t il, int32_t n) const noexcept {
+    const pib_tensor& all = tensors().layer_counts;
+    const size_t bytes = sizeof(int32_t) * static_cast<size_t>(n);
+    return pib_tensor{all.type, n, 1, bytes, all.buffer, all.offset + il * bytes};
 }
 
-// Device row i is neuron i, so the predictor's lists index the gathered rows directly and
+void device_half::fetch_layer_counts(int32_t n) {
+    offload_.dev().run("synchronize", &pib_vtable::synchronize);
+    download(tensors().layer_counts.offset, layer_counts_.data(),
+             sizeof(int32_t) * static_cast<size_t>(n) * offload_.n_layers());
+}
+
+uint64_t device_half::device_active(size_t il, int32_t n) const noexcept {
+    const auto first =
+        layer_counts_.begin() + static_cast<std::ptrdiff_t>(il * static_cast<size_t>(n));
+    return std::accumulate(first, first + n, uint64_t{0});
+}
+
+void device_half::predict(size_t il, int32_t n, std::span<int32_t> cold_counts) {
+    const offload_layer& l = offload_.layer(il);
+    const layer_weights& w = l.dense;
+    device& dev = offload_.dev();
+    const arena_tensors& d = tensors();
+    const int64_t ff = model_.hp().n_ff, k = l.n_hot();
+    const float threshold = model_.sparse_threshold();
+    const pib_tensor x = first_rows(d.x, n), p = first_rows(d.p, n);
+    const pib_tensor hidden{static_cast<uint32_t>(ggml_type::f32),
+                            w.predictor_rank,
+                            n,
+                            row_bytes(ggml_type::f32, w.predictor_rank),
+                            d.mem,
+                            d.predictor_hidden_offset};
+    // The predictor reads the residual before ffn_norm (docs/file-format.md).
+    dev.run("predictor fc1", &pib_vtable::mul_mat, &w.fc1, &x, &hidden);
+    dev.run("predictor ReLU", &pib_vtable::relu, &hidden, &hidden);
+    dev.run("predictor fc2", &pib_vtable::mul_mat, &w.fc2, &hidden, &p);
+    if (k > 0) {
+        pib_tensor hot_scores = p, idx = first_rows(d.hot_idx, n);
+        hot_scores.ne0 = idx.ne0 = k;
+        const pib_tensor count = layer_count(il, n);
+        dev.run("selecting active hot neurons", &pib_vtable::select_active, &hot_scores, threshold,
+                &idx, &count);
+    }
+    if (k == ff) {
+        std::fill(cold_counts.begin(), cold_counts.end(), 0);
+        return;
+    }
+    pib_tensor cold_scores = p;
+    cold_scores.offset += sizeof(float) * static_cast<size_t>(k);
+    cold_scores.ne0 = ff - k;
+    const pib_tensor idx = first_rows(d.idx, n);
+    pib_tensor count = d.count;
+    count.ne0 = n;
+    dev.run("selecting active cold neurons", &pib_vtable::select_active, &cold_scores, threshold,
+            &idx, &count);
+    dev.run("synchronize", &pib_vtable::synchronize);
+    const size_t count_bytes = sizeof(int32_t) * static_cast<size_t>(n);
+    download(d.count.offset, cold_counts.data(), count_bytes);
+    // The cold lists come over in the device's numbering (position among the cold neurons) and
+    // become neuron ids; with no hot neuron the two are the same.
+    const arena_tensors& h = host_arena_.tensors();
+    for (int32_t t = 0; t < n; ++t) {
+        const auto tt = static_cast<size_t>(t);
+        const auto c = static_cast<size_t>(cold_counts[tt]);
+        if (c == 0) continue;
+        auto* list =
+            reinterpret_cast<int32_t*>(host_arena_.host_data() + h.idx.offset + tt * h.idx.nb1);
+        download(d.idx.offset + tt * d.idx.nb1, list, sizeof(int32_t) * c);
+        if (k > 0)
+            for (size_t j = 0; j < c; ++j)
+                list[j] = l.cold[static_cast<size_t>(list[j])];
+    }
+    host_.upload(host_arena_.memory(), h.count.offset, cold_counts.data(), count_bytes);
+}
+
+// Device row i is neuron i, so the predictor's hot lists index the gathered rows directly and
 // nothing crosses to the host.
 void device_half::device_ffn(size_t il, int32_t n) {
+    device_only_ffn(il, n, layer_count(il, n));
+}
+
+void device_half::device_only_ffn(size_t il, int32_t n, const pib_tensor& count) {
     const offload_layer& l = offload_.layer(il);
     device& dev = offload_.dev();
     const arena_tensors& d = tensors();
-    const pib_tensor x = first_rows(d.x, n), xn = first_rows(d.xn, n), idx = first_rows(d.idx, n);
-    pib_tensor up = first_rows(d.hot_up, n), gate = first_rows(d.hot_gate, n);
-    up.ne0 = gate.ne0 = static_cast<int64_t>(l.hot.size());
-    pib_tensor count = d.count;
-    count.ne0 = n;
-    dev.run("device FFN norm", &pib_vtable::rms_norm, &x, &l.dense.ffn_norm, model_.hp().norm_eps,
-            &xn);
+    const pib_tensor x = first_rows(d.x, n), xn = first_rows(d.xn, n);
+    pib_tensor idx = first_rows(d.hot_idx, n), up = first_rows(d.hot_up, n),
+               gate = first_rows(d.hot_gate, n);
+    idx.ne0 = up.ne0 = gate.ne0 = l.n_hot();
+    ffn_input(dev, model_.hp(), l.dense, x, xn);
     dev.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, count, up, gate);
     dev.run("device FFN activation", &pib_vtable::glu, &gate, &up,
             static_cast<int32_t>(model_.glu()), &up);
@@ -85,54 +153,17 @@ void device_half::device_ffn(size_t il, int32_t n) {
     x_on_host_ = false;
 }
 
-// The device's share of a hybrid FFN, on the worker thread: the active hot neurons of every
-// token, summed into its own partial output.
-void device_half::run_hot_neurons(size_t il, int32_t n) {
-    const offload_layer& l = offload_.layer(il);
-    device& dev = offload_.dev();
-    const arena_tensors& d = tensors();
-    const auto k = static_cast<int64_t>(l.hot.size());
-    pib_tensor idx = first_rows(d.hot_idx, n), up = first_rows(d.hot_up, n),
-               gate = first_rows(d.hot_gate, n);
-    idx.ne0 = up.ne0 = gate.ne0 = k; // rows keep the arena's stride, sized for the largest layer
-    pib_tensor count = d.hot_count;
-    count.ne0 = n;
-    const pib_tensor xn = first_rows(d.xn, n), partial = first_rows(d.partial, n);
-    dev.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, count, up, gate);
-    dev.run("device FFN activation", &pib_vtable::glu, &gate, &up,
-            static_cast<int32_t>(model_.glu()), &up);
-    dev.run("clearing the device partial sum", &pib_vtable::buffer_clear, d.mem, partial.offset,
-            partial.nb1 * static_cast<size_t>(n));
-    dev.run("device FFN down", &pib_vtable::axpy_sparse, &l.down_t, &up, &idx, &count, &partial);
-    dev.run("device synchronize", &pib_vtable::synchronize);
-}
-
-// The lists are divided into hot (device) and cold (CPU) neurons, both halves run at once, then
-// the device's partial sum is added to x.
-void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device,
-                             std::span<int32_t> counts) {
+bool device_half::split_host_lists(size_t il, int32_t n, std::span<int32_t> counts) {
     const arena_tensors& h = host_arena_.tensors();
     const arena_tensors& d = tensors();
-    const layer_weights& w = model_.layers()[il];
     const offload_layer& l = offload_.layer(il);
-    const auto ff = static_cast<size_t>(model_.hp().n_ff);
-    const auto dim = static_cast<size_t>(model_.hp().n_embd);
     const size_t k_stride = static_cast<size_t>(d.hot_idx.ne0);
-    const pib_tensor x = first_rows(h.x, n), xn = first_rows(h.xn, n), u = first_rows(h.u, n),
-                     g = first_rows(h.g, n), idx = first_rows(h.idx, n);
-    pib_tensor count = h.count;
-    count.ne0 = n;
-
     bool any_hot = false;
     for (int32_t t = 0; t < n; ++t) {
         const auto tt = static_cast<size_t>(t);
         const int32_t total = counts[tt];
-        int32_t* list = lists_.data() + tt * ff;
-        const size_t list_bytes = sizeof(int32_t) * static_cast<size_t>(total);
-        if (lists_on_device)
-            download(d.idx.offset + tt * d.idx.nb1, list, list_bytes);
-        else
-            host_.download(host_arena_.memory(), h.idx.offset + tt * h.idx.nb1, list, list_bytes);
+        auto* list =
+            reinterpret_cast<int32_t*>(host_arena_.host_data() + h.idx.offset + tt * h.idx.nb1);
         int32_t cold = 0, hot = 0;
         for (int32_t j = 0; j < total; ++j) {
             const int32_t row = l.device_row[static_cast<size_t>(list[j])];
@@ -144,33 +175,105 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device,
         counts[tt] = cold;
         hot_counts_[tt] = hot;
         any_hot = any_hot || hot > 0;
-        host_.upload(host_arena_.memory(), h.idx.offset + tt * h.idx.nb1, list,
-                     sizeof(int32_t) * static_cast<size_t>(cold));
     }
     host_.upload(host_arena_.memory(), h.count.offset, counts.data(),
                  sizeof(int32_t) * static_cast<size_t>(n));
-    if (any_hot) {
-        host_to_device(h.xn, d.xn, h.xn.nb1 * static_cast<size_t>(n));
-        upload(d.hot_idx.offset, hot_rows_.data(),
-               sizeof(int32_t) * k_stride * static_cast<size_t>(n));
-        upload(d.hot_count.offset, hot_counts_.data(), sizeof(int32_t) * static_cast<size_t>(n));
-        worker_.start(il, n);
+    if (!any_hot) return false;
+    // A decoded token sends its list alone; a batch sends the rows up to its last token's.
+    const size_t used = k_stride * static_cast<size_t>(n - 1) +
+                        static_cast<size_t>(hot_counts_[static_cast<size_t>(n - 1)]);
+    upload(d.hot_idx.offset, hot_rows_.data(), sizeof(int32_t) * used);
+    upload(d.hot_count.offset, hot_counts_.data(), sizeof(int32_t) * static_cast<size_t>(n));
+    return true;
+}
+
+// The device's share of a hybrid FFN, on the worker thread: the active hot neurons of every
+// token, summed into its own partial output.
+void device_half::run_hot_neurons(size_t il, int32_t n) {
+    const offload_layer& l = offload_.layer(il);
+    device& dev = offload_.dev();
+    const arena_tensors& d = tensors();
+    pib_tensor idx = first_rows(d.hot_idx, n), up = first_rows(d.hot_up, n),
+               gate = first_rows(d.hot_gate, n);
+    idx.ne0 = up.ne0 = gate.ne0 = l.n_hot(); // rows keep the arena's stride (the largest layer)
+    const pib_tensor xn = first_rows(d.xn, n), partial = first_rows(d.partial, n);
+    if (norm_on_device_) ffn_input(dev, model_.hp(), l.dense, first_rows(d.x, n), xn);
+    dev.mul_mat_sparse2("device FFN up and gate", l.up, l.gate, xn, idx, hot_count_, up, gate);
+    dev.run("device FFN activation", &pib_vtable::glu, &gate, &up,
+            static_cast<int32_t>(model_.glu()), &up);
+    dev.run("clearing the device partial sum", &pib_vtable::buffer_clear, d.mem, partial.offset,
+            partial.nb1 * static_cast<size_t>(n));
+    dev.run("device FFN down", &pib_vtable::axpy_sparse, &l.down_t, &up, &idx, &hot_count_,
+            &partial);
+    dev.run("device synchronize", &pib_vtable::synchronize);
+}
+
+// Both halves run at once, the device's on the worker thread; then the partial sums meet where
+// the next block runs.
+void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device, bool merge_on_device,
+                             std::span<const int32_t> cold_counts) {
+    using clock = std::chrono::steady_clock;
+    const arena_tensors& h = host_arena_.tensors();
+    const arena_tensors& d = tensors();
+    const layer_weights& w = model_.layers()[il];
+    const offload_layer& l = offload_.layer(il);
+    device& dev = offload_.dev();
+    const auto rows = static_cast<size_t>(n);
+    const pib_tensor x = first_rows(h.x, n), xn = first_rows(h.xn, n), u = first_rows(h.u, n),
+                     g = first_rows(h.g, n), idx = first_rows(h.idx, n);
+    pib_tensor count = h.count;
+    count.ne0 = n;
+
+    norm_on_device_ = x_on_device_ && l.has_ffn_norm();
+    if (lists_on_device) {
+        hot_count_ = layer_count(il, n);
+    } else {
+        hot_count_ = d.hot_count;
+        hot_count_.ne0 = n;
     }
+    if (norm_on_device_ &&
+        std::all_of(cold_counts.begin(), cold_counts.end(), [](int32_t c) { return c == 0; })) {
+        device_only_ffn(il, n, hot_count_); // nothing for the CPU to add
+        return;
+    }
+    x_to_host(n); // the CPU's half adds into x
+    if (!norm_on_device_) {
+        ffn_input(host_, model_.hp(), w, x, xn);
+        host_to_device(h.xn, d.xn, h.xn.nb1 * rows);
+    }
+    worker_.start(il, n);
     try {
+        if (norm_on_device_) ffn_input(host_, model_.hp(), w, x, xn);
         host_.mul_mat_sparse2("sparse FFN up and gate (cold)", w.up, w.gate, xn, idx, count, u, g);
         host_.run("FFN activation", &pib_vtable::glu, &g, &u, static_cast<int32_t>(model_.glu()),
                   &u);
         host_.run("sparse FFN down (cold)", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count,
                   &x);
     } catch (...) {
-        if (any_hot) worker_.wait();
+        worker_.wait();
         throw;
     }
-    if (!any_hot) return;
+    const clock::time_point host_done = clock::now();
     worker_.wait();
-    const pib_tensor tmp = first_rows(h.tmp, n);
-    device_to_host(d.partial, h.tmp, sizeof(float) * dim * static_cast<size_t>(n));
-    host_.run("merging the device partial sum", &pib_vtable::add, &x, &tmp, &x);
+    tally_.cpu_wait_seconds += std::chrono::duration<double>(clock::now() - host_done).count();
+    if (worker_.finished() < host_done)
+        tally_.device_wait_seconds +=
+            std::chrono::duration<double>(host_done - worker_.finished()).count();
+
+    if (merge_on_device) {
+        const pib_tensor dx = first_rows(d.x, n), cpu_sum = first_rows(d.tmp, n),
+                         partial = first_rows(d.partial, n);
+        host_to_device(h.x, d.tmp, h.x.nb1 * rows);
+        dev.run("merging the CPU's partial sum", &pib_vtable::add, &cpu_sum, &partial, &dx);
+        x_on_device_ = true;
+        x_on_host_ = false;
+    } else {
+        const pib_tensor tmp = first_rows(h.tmp, n);
+        device_to_host(d.partial, h.tmp, d.partial.nb1 * rows);
+        host_.run("merging the device partial sum", &pib_vtable::add, &x, &tmp, &x);
+        x_on_host_ = true;
+        x_on_device_ = false;
+    }
 }
 
 } // namespace pi
