@@ -86,8 +86,10 @@ uint64_t device_arena_bytes(const model& m, int32_t n_batch, int32_t max_hot) {
     return layout_arena(m, device_arena_spec(n_batch, max_hot)).size;
 }
 
-arena::arena(device& dev, const model& m, const arena_spec& spec)
-    : tensors_(layout_arena(m, spec)), memory_(dev.alloc(tensors_.size)) {
+arena::arena(device& dev, const model& m, const arena_spec& spec, device* pinned_by)
+    : tensors_(layout_arena(m, spec)),
+      pinned_(pinned_by ? pinned_by->host_alloc(tensors_.size) : host_memory{}),
+      memory_(pinned_by ? dev.wrap_host(pinned_.get(), tensors_.size) : dev.alloc(tensors_.size)) {
     arena_tensors& a = tensors_;
     a.mem = memory_.get();
     for (pib_tensor* t : {&a.ids,         &a.pos,        &a.cells,   &a.out_rows,

@@ -46,12 +46,17 @@ arena_spec host_arena_spec(const context_options& o) {
     return arena_spec{o.n_batch, true, o.audit_predictor, 0, o.n_batch};
 }
 
+// The offload device whose page-locked memory holds the host arena, when it has any.
+device* pinning_device(const context_options& o) {
+    return o.offloaded && o.offloaded->dev().has_host_alloc() ? &o.offloaded->dev() : nullptr;
+}
+
 } // namespace
 
 context::context(const model& m, const context_options& options)
     : model_(m), options_(validated(m, options)),
       cpu_(std::make_unique<device>(device::cpu(options_.n_threads))),
-      host_(*cpu_, m, host_arena_spec(options_)),
+      host_(*cpu_, m, host_arena_spec(options_), pinning_device(options_)),
       kv_(*cpu_, options_.offloaded, m.hp(), options_.n_ctx, options_.n_seq_max, options_.kv_f16),
       counters_(m, options_.n_batch, options_.audit_predictor, options_.count_activations) {
     if (!host_.host_data()) fail(status::internal, "the CPU arena is not host-visible");

@@ -1,6 +1,7 @@
 // The FFN block of a layer: dense, or sparse over the predictor's lists, computed on the host, on
 // the offload device, or split between them (docs/forward-pass.md).
 #include <algorithm>
+#include <numeric>
 
 #include "engine/block_ops.hpp"
 #include "engine/context.hpp"
@@ -53,6 +54,17 @@ void context::sparse_ffn(size_t il, int32_t n) {
     const bool predict_on_device =
         placed && placed->has_predictor() && !counters_.need_lists_on_host();
     const bool any_hot = placed && !placed->hot.empty();
+    const auto sum = [](std::span<const int32_t> c) {
+        return std::accumulate(c.begin(), c.end(), uint64_t{0});
+    };
+    if (predict_on_device && any_hot && !placed->all_hot(h.n_ff)) {
+        x_to_device(n);
+        // counts: the cold lists'; the hot lists' lengths stay on the device until the batch
+        // ends.
+        offload_half_->predicted_hybrid_ffn(il, n, counts, next_block_on_device(il));
+        pending_ffn_.push_back({il, n, sum(counts)});
+        return;
+    }
     if (predict_on_device) {
         x_to_device(n);
         offload_half_->predict(il, n, counts); // counts: the cold lists'
@@ -60,17 +72,14 @@ void context::sparse_ffn(size_t il, int32_t n) {
         x_to_host(n);
         predict(*cpu_, a, w, n);
     }
-    uint64_t listed = 0; // on the host: every list, or the cold ones when the device predicted
-    for (int32_t c : counts)
-        listed += static_cast<uint64_t>(c);
+    const uint64_t listed = sum(counts); // every list, or none when the device holds them all
     if (!predict_on_device) counters_.add_lists(*cpu_, host_, il, n, counts);
-    if (predict_on_device && any_hot) {
-        // The hot lists' lengths stay on the device until the batch ends.
-        pending_ffn_.push_back({il, n, listed});
-        if (placed->all_hot(h.n_ff) && placed->has_ffn_norm())
+    if (predict_on_device && any_hot) { // every neuron is hot
+        if (placed->has_ffn_norm())
             offload_half_->device_ffn(il, n);
         else
             offload_half_->hybrid_ffn(il, n, true, next_block_on_device(il), counts);
+        pending_ffn_.push_back({il, n, listed});
         return;
     }
     if (any_hot && offload_half_->split_host_lists(il, n, counts)) {

@@ -12,10 +12,44 @@ device_half::device_half(const model& m, const offload& off, device& host,
                          const arena& host_tensors, int32_t n_batch)
     : model_(m), offload_(off), host_(host), host_arena_(host_tensors),
       arena_(off.dev(), m, device_arena_spec(n_batch, off.max_hot())),
-      hot_rows_(static_cast<size_t>(n_batch) * static_cast<size_t>(tensors().hot_idx.ne0)),
-      hot_counts_(static_cast<size_t>(n_batch)),
+      transfers_(off.dev().has_transfers()),
       layer_counts_(static_cast<size_t>(n_batch) * static_cast<size_t>(m.hp().n_layer)),
-      worker_([this](size_t il, int32_t n) { run_hot_neurons(il, n); }) {}
+      worker_([this](size_t il, int32_t n) { run_hot_neurons(il, n); }) {
+    const auto batch = static_cast<size_t>(n_batch);
+    const size_t rows = batch * static_cast<size_t>(tensors().hot_idx.ne0);
+    const size_t ints = rows + 2 * batch;
+    int32_t* stage = nullptr;
+    if (off.dev().has_host_alloc()) {
+        pinned_ = off.dev().host_alloc(sizeof(int32_t) * ints);
+        stage = static_cast<int32_t*>(pinned_.get());
+    } else {
+        fallback_.resize(ints);
+        stage = fallback_.data();
+    }
+    hot_rows_ = stage;
+    hot_counts_ = stage + rows;
+    cold_stage_ = stage + rows + batch;
+}
+
+void device_half::transfer_upload(size_t offset, const void* src, size_t bytes) {
+    offload_.dev().run("uploading on the transfer stream", &pib_vtable::transfer_upload,
+                       arena_.memory().get(), offset, src, bytes);
+    tally_.count_upload(bytes);
+    transfers_pending_ = true;
+}
+
+void device_half::transfer_download(size_t offset, void* dst, size_t bytes) {
+    offload_.dev().run("downloading on the transfer stream", &pib_vtable::transfer_download,
+                       static_cast<const pib_buffer*>(arena_.memory().get()), offset, dst, bytes);
+    tally_.count_download(bytes);
+    transfers_pending_ = true;
+}
+
+void device_half::transfer_wait() {
+    if (!transfers_pending_) return;
+    offload_.dev().run("waiting for the transfer stream", &pib_vtable::transfer_wait);
+    transfers_pending_ = false;
+}
 
 void device_half::upload(size_t offset, const void* src, size_t bytes) {
     offload_.dev().upload(arena_.memory(), offset, src, bytes);
@@ -35,8 +69,15 @@ void device_half::device_to_host(const pib_tensor& dev, const pib_tensor& host, 
     download(dev.offset, host_arena_.host_data() + host.offset, bytes);
 }
 
+void device_half::start_batch() {
+    transfer_wait(); // an upload of the last batch may still read the host arena
+    x_on_host_ = true;
+    x_on_device_ = false;
+}
+
 void device_half::x_to_host(int32_t n) {
     if (x_on_host_) return;
+    transfer_wait(); // the host arena's x may still be going to the device
     offload_.dev().run("synchronize", &pib_vtable::synchronize);
     const pib_tensor& host_x = host_arena_.tensors().x;
     device_to_host(tensors().x, host_x, host_x.nb1 * static_cast<size_t>(n));
@@ -74,7 +115,7 @@ uint64_t device_half::device_active(size_t il, int32_t n) const noexcept {
     return std::accumulate(first, first + n, uint64_t{0});
 }
 
-void device_half::predict(size_t il, int32_t n, std::span<int32_t> cold_counts) {
+void device_half::submit_predictor(size_t il, int32_t n) {
     const offload_layer& l = offload_.layer(il);
     const layer_weights& w = l.dense;
     device& dev = offload_.dev();
@@ -99,10 +140,7 @@ void device_half::predict(size_t il, int32_t n, std::span<int32_t> cold_counts) 
         dev.run("selecting active hot neurons", &pib_vtable::select_active, &hot_scores, threshold,
                 &idx, &count);
     }
-    if (k == ff) {
-        std::fill(cold_counts.begin(), cold_counts.end(), 0);
-        return;
-    }
+    if (k == ff) return;
     pib_tensor cold_scores = p;
     cold_scores.offset += sizeof(float) * static_cast<size_t>(k);
     cold_scores.ne0 = ff - k;
@@ -111,24 +149,46 @@ void device_half::predict(size_t il, int32_t n, std::span<int32_t> cold_counts) 
     count.ne0 = n;
     dev.run("selecting active cold neurons", &pib_vtable::select_active, &cold_scores, threshold,
             &idx, &count);
-    dev.run("synchronize", &pib_vtable::synchronize);
-    const size_t count_bytes = sizeof(int32_t) * static_cast<size_t>(n);
-    download(d.count.offset, cold_counts.data(), count_bytes);
-    // The cold lists come over in the device's numbering (position among the cold neurons) and
-    // become neuron ids; with no hot neuron the two are the same.
-    const arena_tensors& h = host_arena_.tensors();
-    for (int32_t t = 0; t < n; ++t) {
-        const auto tt = static_cast<size_t>(t);
-        const auto c = static_cast<size_t>(cold_counts[tt]);
-        if (c == 0) continue;
-        auto* list =
-            reinterpret_cast<int32_t*>(host_arena_.host_data() + h.idx.offset + tt * h.idx.nb1);
-        download(d.idx.offset + tt * d.idx.nb1, list, sizeof(int32_t) * c);
-        if (k > 0)
-            for (size_t j = 0; j < c; ++j)
-                list[j] = l.cold[static_cast<size_t>(list[j])];
+}
+
+void device_half::predict(size_t il, int32_t n, std::span<int32_t> cold_counts) {
+    submit_predictor(il, n);
+    if (offload_.layer(il).all_hot(model_.hp().n_ff)) {
+        std::fill(cold_counts.begin(), cold_counts.end(), 0);
+        return;
     }
-    host_.upload(host_arena_.memory(), h.count.offset, cold_counts.data(), count_bytes);
+    offload_.dev().run("synchronize", &pib_vtable::synchronize);
+    download(tensors().count.offset, cold_counts.data(), sizeof(int32_t) * static_cast<size_t>(n));
+    fetch_cold_lists(il, n, cold_counts, false);
+}
+
+void device_half::fetch_cold_lists(size_t il, int32_t n, std::span<const int32_t> counts,
+                                   bool transfers) {
+    const offload_layer& l = offload_.layer(il);
+    const arena_tensors& h = host_arena_.tensors();
+    const arena_tensors& d = tensors();
+    const auto list_of = [&](size_t t) {
+        return reinterpret_cast<int32_t*>(host_arena_.host_data() + h.idx.offset + t * h.idx.nb1);
+    };
+    for (size_t t = 0; t < static_cast<size_t>(n); ++t) {
+        const size_t bytes = sizeof(int32_t) * static_cast<size_t>(counts[t]);
+        if (bytes == 0) continue;
+        if (transfers)
+            transfer_download(d.idx.offset + t * d.idx.nb1, list_of(t), bytes);
+        else
+            download(d.idx.offset + t * d.idx.nb1, list_of(t), bytes);
+    }
+    if (transfers) transfer_wait();
+    // The lists came over in the device's numbering (position among the cold neurons); with
+    // no hot neuron that is the neuron id.
+    if (!l.hot.empty())
+        for (size_t t = 0; t < static_cast<size_t>(n); ++t) {
+            int32_t* list = list_of(t);
+            for (int32_t j = 0; j < counts[t]; ++j)
+                list[j] = l.cold[static_cast<size_t>(list[j])];
+        }
+    host_.upload(host_arena_.memory(), h.count.offset, counts.data(),
+                 sizeof(int32_t) * static_cast<size_t>(n));
 }
 
 // Device row i is neuron i, so the predictor's hot lists index the gathered rows directly and
@@ -182,8 +242,16 @@ bool device_half::split_host_lists(size_t il, int32_t n, std::span<int32_t> coun
     // A decoded token sends its list alone; a batch sends the rows up to its last token's.
     const size_t used = k_stride * static_cast<size_t>(n - 1) +
                         static_cast<size_t>(hot_counts_[static_cast<size_t>(n - 1)]);
-    upload(d.hot_idx.offset, hot_rows_.data(), sizeof(int32_t) * used);
-    upload(d.hot_count.offset, hot_counts_.data(), sizeof(int32_t) * static_cast<size_t>(n));
+    const size_t count_bytes = sizeof(int32_t) * static_cast<size_t>(n);
+    if (transfers_) { // the staging stays untouched until the worker's job has ended
+        transfer_upload(d.hot_idx.offset, hot_rows_, sizeof(int32_t) * used);
+        transfer_upload(d.hot_count.offset, hot_counts_, count_bytes);
+        offload_.dev().run("ordering kernels after transfers",
+                           &pib_vtable::kernels_after_transfers);
+    } else {
+        upload(d.hot_idx.offset, hot_rows_, sizeof(int32_t) * used);
+        upload(d.hot_count.offset, hot_counts_, count_bytes);
+    }
     return true;
 }
 
@@ -212,18 +280,9 @@ void device_half::run_hot_neurons(size_t il, int32_t n) {
 // the next block runs.
 void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device, bool merge_on_device,
                              std::span<const int32_t> cold_counts) {
-    using clock = std::chrono::steady_clock;
     const arena_tensors& h = host_arena_.tensors();
     const arena_tensors& d = tensors();
-    const layer_weights& w = model_.layers()[il];
     const offload_layer& l = offload_.layer(il);
-    device& dev = offload_.dev();
-    const auto rows = static_cast<size_t>(n);
-    const pib_tensor x = first_rows(h.x, n), xn = first_rows(h.xn, n), u = first_rows(h.u, n),
-                     g = first_rows(h.g, n), idx = first_rows(h.idx, n);
-    pib_tensor count = h.count;
-    count.ne0 = n;
-
     norm_on_device_ = x_on_device_ && l.has_ffn_norm();
     if (lists_on_device) {
         hot_count_ = layer_count(il, n);
@@ -238,10 +297,70 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device, bool me
     }
     x_to_host(n); // the CPU's half adds into x
     if (!norm_on_device_) {
-        ffn_input(host_, model_.hp(), w, x, xn);
-        host_to_device(h.xn, d.xn, h.xn.nb1 * rows);
+        const pib_tensor x = first_rows(h.x, n), xn = first_rows(h.xn, n);
+        ffn_input(host_, model_.hp(), model_.layers()[il], x, xn);
+        const size_t bytes = h.xn.nb1 * static_cast<size_t>(n);
+        if (transfers_) {
+            transfer_upload(d.xn.offset, host_arena_.host_data() + h.xn.offset, bytes);
+            offload_.dev().run("ordering kernels after transfers",
+                               &pib_vtable::kernels_after_transfers);
+        } else {
+            host_to_device(h.xn, d.xn, bytes);
+        }
     }
     worker_.start(il, n);
+    cold_half_and_merge(il, n, merge_on_device);
+}
+
+void device_half::predicted_hybrid_ffn(size_t il, int32_t n, std::span<int32_t> cold_counts,
+                                       bool merge_on_device) {
+    const offload_layer& l = offload_.layer(il);
+    if (!transfers_ || !l.has_ffn_norm()) {
+        predict(il, n, cold_counts);
+        hybrid_ffn(il, n, true, merge_on_device, cold_counts);
+        return;
+    }
+    // Stream order: x (the attention's result) and, after the predictor, the cold lists'
+    // lengths go on the transfer stream; the hot half follows the predictor on the kernels'
+    // stream and runs while they and then the cold lists come over.
+    device& dev = offload_.dev();
+    const arena_tensors& h = host_arena_.tensors();
+    const arena_tensors& d = tensors();
+    const auto rows = static_cast<size_t>(n);
+    norm_on_device_ = true; // x is on the device: the predictor read it there
+    hot_count_ = layer_count(il, n);
+    const bool x_needed = !x_on_host_;
+    if (x_needed) {
+        dev.run("ordering transfers after kernels", &pib_vtable::transfer_after_kernels);
+        transfer_download(d.x.offset, host_arena_.host_data() + h.x.offset, h.x.nb1 * rows);
+    }
+    submit_predictor(il, n);
+    dev.run("ordering transfers after kernels", &pib_vtable::transfer_after_kernels);
+    transfer_download(d.count.offset, cold_stage_, sizeof(int32_t) * rows);
+    worker_.start(il, n);
+    try {
+        transfer_wait();
+        std::copy(cold_stage_, cold_stage_ + rows, cold_counts.begin());
+        fetch_cold_lists(il, n, cold_counts, true);
+    } catch (...) {
+        worker_.wait();
+        throw;
+    }
+    x_on_host_ = true;
+    cold_half_and_merge(il, n, merge_on_device);
+}
+
+void device_half::cold_half_and_merge(size_t il, int32_t n, bool merge_on_device) {
+    using clock = std::chrono::steady_clock;
+    const arena_tensors& h = host_arena_.tensors();
+    const arena_tensors& d = tensors();
+    const layer_weights& w = model_.layers()[il];
+    device& dev = offload_.dev();
+    const auto rows = static_cast<size_t>(n);
+    const pib_tensor x = first_rows(h.x, n), xn = first_rows(h.xn, n), u = first_rows(h.u, n),
+                     g = first_rows(h.g, n), idx = first_rows(h.idx, n);
+    pib_tensor count = h.count;
+    count.ne0 = n;
     try {
         if (norm_on_device_) ffn_input(host_, model_.hp(), w, x, xn);
         host_.mul_mat_sparse2("sparse FFN up and gate (cold)", w.up, w.gate, xn, idx, count, u, g);
@@ -263,7 +382,12 @@ void device_half::hybrid_ffn(size_t il, int32_t n, bool lists_on_device, bool me
     if (merge_on_device) {
         const pib_tensor dx = first_rows(d.x, n), cpu_sum = first_rows(d.tmp, n),
                          partial = first_rows(d.partial, n);
-        host_to_device(h.x, d.tmp, h.x.nb1 * rows);
+        if (transfers_) { // x stays untouched on the host until the transfer stream is waited for
+            transfer_upload(d.tmp.offset, host_arena_.host_data() + h.x.offset, h.x.nb1 * rows);
+            dev.run("ordering kernels after transfers", &pib_vtable::kernels_after_transfers);
+        } else {
+            host_to_device(h.x, d.tmp, h.x.nb1 * rows);
+        }
         dev.run("merging the CPU's partial sum", &pib_vtable::add, &cpu_sum, &partial, &dx);
         x_on_device_ = true;
         x_on_host_ = false;

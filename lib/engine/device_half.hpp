@@ -29,10 +29,7 @@ class device_half {
     void upload_batch(std::span<const int32_t> positions, std::span<const int32_t> cells);
 
     // The residual stream x lives on the host, on the device, or on both.
-    void start_batch() noexcept {
-        x_on_host_ = true;
-        x_on_device_ = false;
-    }
+    void start_batch();
     bool x_on_device() const noexcept { return x_on_device_; }
     void x_to_host(int32_t n);
     void x_to_device(int32_t n);
@@ -58,6 +55,12 @@ class device_half {
     // the cold ids stay in place and `counts` become their lengths. Returns whether any token
     // has a hot neuron.
     bool split_host_lists(size_t il, int32_t n, std::span<int32_t> counts);
+    // A layer with hot and cold neurons whose predictor is on the device: predict(), then
+    // hybrid_ffn(). With the device's transfer stream (pib_vtable version 5) the device starts
+    // its hot half as soon as it has predicted, while x, the cold lists' lengths and the cold
+    // lists come over beside it.
+    void predicted_hybrid_ffn(size_t il, int32_t n, std::span<int32_t> cold_counts,
+                              bool merge_on_device);
     // The sparse FFN split between the CPU and the device, with the cold lists in the host
     // arena and the hot ones on the device (from predict() when lists_on_device, else from
     // split_host_lists()). The device normalises x itself when it holds x and the layer's
@@ -76,10 +79,22 @@ class device_half {
     uint64_t device_active(size_t il, int32_t n) const noexcept;
 
   private:
+    // The predictor's kernels: scores, the hot lists (kept) and the cold lists (when the layer
+    // has cold neurons) in the device arena.
+    void submit_predictor(size_t il, int32_t n);
+    // The cold lists of the tokens with `counts` into the host arena as neuron ids, and the
+    // counts into its count tensor; with `transfers`, over the transfer stream.
+    void fetch_cold_lists(size_t il, int32_t n, std::span<const int32_t> counts, bool transfers);
     // The FFN of layer il over its hot lists (hot_idx, `count` long) alone, from x on the device
     // into x there.
     void device_only_ffn(size_t il, int32_t n, const pib_tensor& count);
+    // The CPU's cold half while the worker runs the hot half, the waits, then the merge.
+    void cold_half_and_merge(size_t il, int32_t n, bool merge_on_device);
     void run_hot_neurons(size_t il, int32_t n);
+    // Counted copies on the transfer stream, and the host's wait for them.
+    void transfer_upload(size_t offset, const void* src, size_t bytes);
+    void transfer_download(size_t offset, void* dst, size_t bytes);
+    void transfer_wait();
 
     const model& model_;
     const offload& offload_;
@@ -87,9 +102,14 @@ class device_half {
     const arena& host_arena_;
     arena arena_;
     bool x_on_host_ = true, x_on_device_ = false;
-    std::vector<int32_t> lists_;        // [n_batch][n_ff] active lists, split in place to cold
-    std::vector<int32_t> hot_rows_;     // [n_batch][max_hot] device rows of active hot neurons
-    std::vector<int32_t> hot_counts_;   // [n_batch]
+    bool transfers_ = false;         // the device has a transfer stream
+    bool transfers_pending_ = false; // submitted and not yet waited for
+    // Staging the device copies from: page-locked when the device can allocate it (then in
+    // pinned_, else in fallback_): [n_batch][max_hot] device rows of active hot neurons,
+    // [n_batch] their counts, [n_batch] the cold lists' lengths coming over.
+    host_memory pinned_;
+    std::vector<int32_t> fallback_;
+    int32_t *hot_rows_ = nullptr, *hot_counts_ = nullptr, *cold_stage_ = nullptr;
     std::vector<int32_t> layer_counts_; // [n_layer * n_batch] what fetch_layer_counts brought
     // How the worker's job reads its inputs: the hot lists' lengths, and whether it normalises
     // x into xn on the device.

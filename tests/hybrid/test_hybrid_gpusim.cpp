@@ -127,6 +127,12 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         // and the logits and the layers' list lengths come back, in two downloads.
         const run_stats s = test::decode_stats(*m, placed.placed.get(), 2);
         const auto& h = m->hp();
+        const std::string line =
+            type_name + ": per decoded token " + std::to_string(s.decode_link.to_device / 2) +
+            " B to the device in " + std::to_string(s.decode_link.uploads / 2) + " copies, " +
+            std::to_string(s.decode_link.to_host / 2) + " B to the host in " +
+            std::to_string(s.decode_link.downloads / 2) + " copies";
+        MESSAGE(line);
         if (type == ggml_type::f32) {
             CHECK(s.decode_link.to_device == 2 * (4 * static_cast<uint64_t>(h.n_embd) + 16));
             CHECK(s.decode_link.to_host == 2 * 4 * static_cast<uint64_t>(h.n_vocab + h.n_layer));
