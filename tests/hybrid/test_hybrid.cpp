@@ -406,6 +406,8 @@ TEST_CASE("what crosses between the host and the device per decoded token") {
         CHECK(s.decode_link.downloads == n_new * 2);
         CHECK(s.ffn_active_neurons == cpu.ffn_active_neurons); // counted from the device's lists
         CHECK(s.decode_bytes > 0);
+        CHECK(s.link.cpu_wait_seconds == 0); // no layer is split
+        CHECK(s.link.device_wait_seconds == 0);
     }
     SUBCASE("half of the FFN on the device, predicted there: the cold lists and x cross") {
         offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
@@ -421,6 +423,10 @@ TEST_CASE("what crosses between the host and the device per decoded token") {
         CHECK(cold_list_bytes > 0);
         CHECK(cold_list_bytes < i32 * s.ffn_active_neurons); // some active neurons are hot
         CHECK(s.decode_link.downloads <= n_new * (2 + 3 * layers));
+        // Each split layer waits on one side or the other: the CPU for the device's hot half, or
+        // the device (done first) for the CPU's cold one.
+        CHECK(s.link.cpu_wait_seconds > 0);
+        CHECK(s.link.cpu_wait_seconds + s.link.device_wait_seconds > 0);
     }
     SUBCASE("hot neurons only, predicted on the host: xn and the hot rows go, partial sums come") {
         offload off(*m, cpu_device(), ffn_only(*m, 0.5));
