@@ -290,14 +290,15 @@ class parser {
 
 } // namespace
 
-std::unique_ptr<file> file::open(const std::string& path) {
-    auto map = std::make_unique<formats::mapped_file>(path);
-    if (map->bytes().empty())
-        fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
-
+std::unique_ptr<file> file::open(const std::string& path, const open_options& options) {
     // The constructor is private, so make_unique cannot reach it.
     std::unique_ptr<file> f(new file());
-    f->map_ = std::move(map);
+    if (options.in_memory)
+        f->contents_ = formats::read_file(path, options.progress);
+    else
+        f->map_ = std::make_unique<formats::mapped_file>(path);
+    if (f->bytes().empty())
+        fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
     f->path_ = path;
     parsed r = parser(f->bytes(), path).run();
     f->sparse_ = r.sparse;
@@ -314,7 +315,7 @@ std::unique_ptr<file> file::open(const std::string& path) {
 file::~file() = default;
 
 std::span<const uint8_t> file::bytes() const noexcept {
-    return map_->bytes();
+    return map_ ? map_->bytes() : contents_.bytes();
 }
 
 } // namespace pi::gguf
