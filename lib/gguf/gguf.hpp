@@ -60,8 +60,9 @@ struct open_options {
 };
 
 // A parsed GGUF file. Every count, length, offset and size has been checked against the
-// file size before use; open() throws pi::error(status::format / status::io /
-// status::out_of_memory) naming the cause.
+// file size before use, and the tensors' data ranges lie in the data section without
+// overlapping; open() throws pi::error(status::format / status::io / status::out_of_memory)
+// naming the cause.
 class file {
 public:
     static std::unique_ptr<file> open(const std::string& path, const open_options& options = {});
