@@ -56,9 +56,6 @@ std::unique_ptr<model> model::load(const std::string& path, const load_options& 
     m->file_ = gguf::file::open(path, open_options_of(options));
     m->read_hparams();
     m->tokenizer_ = tokenizer::from_gguf(*m->file_);
-    if (m->tokenizer_->n_tokens() != m->hp_.n_vocab)
-        fail(status::format, path, ": vocabulary has ", m->tokenizer_->n_tokens(),
-             " tokens but token_embd has ", m->hp_.n_vocab, " rows");
     m->bind_tensors(options);
     return m;
 }
@@ -117,6 +114,20 @@ void model::read_hparams() {
         fail(status::format, f.path(), ": token_embd.weight has an invalid number of rows");
     hp_.n_vocab = static_cast<int32_t>(embd->ne[1]);
     sparse_file_ = f.sparse();
+
+    // What the file declares must agree with the tensors it holds before anything is built from
+    // it: the tokenizer's tables grow with the vocabulary, the layers with block_count.
+    if (const gguf::value* tokens = f.find("tokenizer.ggml.tokens");
+        tokens && tokens->type == gguf::value_type::array) {
+        const size_t n_tokens = std::get<gguf::array_value>(tokens->data).elems.size();
+        if (n_tokens != static_cast<size_t>(hp_.n_vocab))
+            fail(status::format, f.path(), ": vocabulary has ", n_tokens,
+                 " tokens but token_embd has ", hp_.n_vocab, " rows");
+    }
+    const std::string last_layer = concat("blk.", hp_.n_layer - 1, ".attn_norm.weight");
+    if (!f.find_tensor(last_layer))
+        fail(status::format, f.path(), ": ", a, "block_count = ", hp_.n_layer, " but tensor '",
+             last_layer, "' is missing");
 }
 
 pib_tensor model::bind(const std::string& name, int64_t ne0, int64_t ne1) {
