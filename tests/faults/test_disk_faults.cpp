@@ -261,3 +261,18 @@ TEST_CASE("a state file that cannot be written is PI_ERR_IO and the old file sta
     pi_context_free(ctx);
     pi_model_free(m);
 }
+
+TEST_CASE("a model read into memory is unharmed when its file is truncated or overwritten") {
+    const std::string dir = pi::test::scratch_dir("disk_truncated");
+    const std::string model = model_copy(dir);
+    pi_model_params mp = pi_model_default_params();
+    mp.use_mmap = 0;
+    pi_model* m = nullptr;
+    REQUIRE(pi_model_load(model.c_str(), &mp, &m) == PI_OK);
+    const pi_token want = first_token(m);
+    fs::resize_file(model, 64);
+    CHECK(first_token(m) == want);
+    write_text(model, std::string(4096, 'z'));
+    CHECK(first_token(m) == want);
+    pi_model_free(m);
+}
