@@ -26,7 +26,7 @@ pi_status create(const pi_model* model, const pi_sampler_params* params, pi_samp
 extern "C" {
 
 static pi_sampler_params sampler_defaults() {
-    const sampler_options d;
+    const sampler_scalars d; // no allocation: an init function cannot fail
     pi_sampler_params p{};
     p.struct_size = sizeof(p);
     p.temperature = d.temperature;

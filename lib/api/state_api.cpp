@@ -6,7 +6,7 @@
 #include "api/api_support.hpp"
 #include "api/handles.hpp"
 #include "engine/context.hpp"
-#include "formats/mapped_file.hpp"
+#include "formats/read_file.hpp"
 #include "support/byte_stream.hpp"
 #include "support/file_sink.hpp"
 
@@ -109,7 +109,8 @@ pi_status pi_context_state_load_file(pi_context* ctx, pi_seq_id seq, pi_sampler*
     return guard([&] {
         require(ctx, "ctx");
         require(path, "path");
-        const formats::mapped_file file(path);
+        // Read, not mapped: a state file truncated or rewritten meanwhile is a clean error.
+        const formats::file_contents file = formats::read_file(path);
         load_blob(*ctx, seq, sampler, file.bytes());
         return PI_OK;
     });

@@ -512,6 +512,8 @@ void kv_cache::load(int32_t seq, byte_reader& in) {
         taken[next_free] = true;
     }
 
+    // The last allocation: from here on nothing throws before the cache is whole again.
+    const std::vector<cell_run> runs = runs_of(target);
     if (seq == -1) {
         std::fill(cells_.begin(), cells_.end(), cell{});
     } else {
@@ -522,7 +524,6 @@ void kv_cache::load(int32_t seq, byte_reader& in) {
     }
     for (uint32_t i = 0; i < n_cells; ++i)
         cells_[static_cast<size_t>(target[i])] = loaded[i];
-    const std::vector<cell_run> runs = runs_of(target);
     for (size_t il = 0; il < layers_.size(); ++il) {
         device& dev = device_of(il);
         const buffer& memory = memory_of(il);

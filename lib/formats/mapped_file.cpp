@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "support/error.hpp"
+#include "support/memory.hpp"
 
 namespace pi::formats {
 
@@ -32,8 +33,12 @@ mapped_file::mapped_file(const std::string& path) {
     if (!S_ISREG(st.st_mode)) fail(status::io, path, ": is not a regular file");
     size_ = static_cast<size_t>(st.st_size);
     if (size_ == 0) return; // mmap refuses length 0; an empty span reads as a too-short file
+    if (alloc_fault(size_))
+        fail(status::out_of_memory, path, ": cannot map ", size_, " bytes: out of memory");
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, d.fd, 0);
-    if (p == MAP_FAILED) fail(status::io, path, ": cannot map: ", std::strerror(errno));
+    if (p == MAP_FAILED)
+        fail(errno == ENOMEM ? status::out_of_memory : status::io, path,
+             ": cannot map: ", std::strerror(errno));
     data_ = static_cast<const uint8_t*>(p);
 }
 

@@ -45,6 +45,11 @@ std::vector<float> read_torch_vector(std::span<const uint8_t> file_bytes,
     if (t.shape.size() != 1)
         fail(status::unsupported, source, ": tensor has ", t.shape.size(),
              " dimensions, expected a 1-D tensor");
+    // An expanded tensor (stride 0) would be allocated at its full size from one element of
+    // the file: only elements the storage holds are read into memory.
+    if (static_cast<uint64_t>(t.shape[0]) > t.span)
+        fail(status::format, source, ": the tensor repeats its ", t.span, " stored elements as ",
+             t.shape[0], " (stride 0); an activation vector stores each of its elements");
     std::vector<float> out(static_cast<size_t>(t.shape[0]));
     const uint8_t* first = file_bytes.data() + t.offset;
     const uint64_t step = static_cast<uint64_t>(t.stride[0]) * t.dtype->size;

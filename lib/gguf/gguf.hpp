@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "formats/read_file.hpp"
 #include "quant/types.hpp"
 
 namespace pi::formats {
@@ -50,11 +51,21 @@ struct tensor_info {
     int64_t n_elements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
 
+// How open() holds the file's bytes: mapped (pages come from the file as they are read, so the
+// file must not change while it is open) or read whole into memory (a copy that nothing done
+// to the file afterwards reaches; docs/robustness.md).
+struct open_options {
+    bool in_memory = false;
+    formats::read_progress progress; // in_memory: after each chunk read; false cancels
+};
+
 // A parsed GGUF file. Every count, length, offset and size has been checked against the
-// file size before use; open() throws pi::error(status::format / status::io) naming the cause.
+// file size before use, and the tensors' data ranges lie in the data section without
+// overlapping; open() throws pi::error(status::format / status::io / status::out_of_memory)
+// naming the cause.
 class file {
 public:
-    static std::unique_ptr<file> open(const std::string& path);
+    static std::unique_ptr<file> open(const std::string& path, const open_options& options = {});
     ~file();
     file(const file&) = delete;
     file& operator=(const file&) = delete;
@@ -64,7 +75,8 @@ public:
     uint32_t version() const noexcept { return version_; }
     uint64_t alignment() const noexcept { return alignment_; }
     uint64_t data_offset() const noexcept { return data_offset_; } // start of the data section
-    std::span<const uint8_t> bytes() const noexcept; // the whole mapped file
+    std::span<const uint8_t> bytes() const noexcept; // the whole file, mapped or in memory
+    bool in_memory() const noexcept { return !map_; }
 
     const std::vector<std::pair<std::string, value>>& metadata() const noexcept { return kv_; }
     const value* find(std::string_view key) const noexcept;
@@ -89,7 +101,8 @@ public:
 
 private:
     file() = default;
-    std::unique_ptr<formats::mapped_file> map_;
+    std::unique_ptr<formats::mapped_file> map_; // null when the file was read into memory
+    formats::file_contents contents_;
     std::string path_;
     bool sparse_ = false;
     uint32_t version_ = 0;

@@ -2,6 +2,7 @@
 // checked against the bytes that remain before it is used.
 #include "gguf/gguf.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -32,6 +33,15 @@ struct parsed {
 constexpr uint64_t min_kv_bytes = 8 + 4 + 1; // key length, type, u8 value
 constexpr uint64_t min_tensor_info_bytes =
     8 + 4 + 8 + 4 + 8; // name length, n_dims, ne0, type, offset
+
+// Parsed metadata is held widened (gguf.hpp: every array element is a variant of about 40
+// bytes), so a file of small arrays could ask for 40 times its size. The parser adds up what
+// it is about to allocate and refuses a file whose metadata would take more than this: 5 times
+// the largest vocabularies known (256k tokens with their scores and types, or 150k tokens with
+// as many BPE merges, take 20 to 45 MiB).
+constexpr uint64_t max_metadata_memory = uint64_t(128) << 20;
+// A key or tensor name's entry in the duplicate checks and the tensor index, about.
+constexpr uint64_t index_entry_bytes = 2 * (sizeof(std::string) + 4 * sizeof(void*));
 
 // Names come from the file: cap what goes into a message.
 std::string quoted(std::string_view name) {
@@ -64,6 +74,15 @@ class parser {
 
     uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
 
+    // Counts `n` more bytes of memory for the parsed metadata, refusing the file before they are
+    // allocated when the total would pass max_metadata_memory.
+    void charge(uint64_t n, const char* what) {
+        if (n > max_metadata_memory - memory_)
+            corrupt(what, " would bring the parsed metadata to more than ", max_metadata_memory,
+                    " bytes of memory (", memory_, " so far, ", n, " more); not a model file");
+        memory_ += n;
+    }
+
     void need(uint64_t n, const char* what) const {
         if (n > remaining())
             corrupt(what, " needs ", n, " bytes but only ", remaining(),
@@ -84,6 +103,7 @@ class parser {
         if (len > remaining())
             corrupt(what, " length ", len, " exceeds the ", remaining(),
                     " bytes that remain (file truncated or corrupt)");
+        charge(len + 1, what);
         std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
         pos_ += len;
         return s;
@@ -132,10 +152,12 @@ class parser {
 
     void read_metadata(parsed& out, uint64_t n_kv) {
         std::set<std::string, std::less<>> seen;
+        charge(n_kv * (sizeof(std::pair<std::string, value>) + index_entry_bytes), "n_kv");
         out.kv.reserve(n_kv);
         for (uint64_t i = 0; i < n_kv; ++i) {
             context_ = concat("key #", i);
             std::string key = read_string("key");
+            charge(key.size() + 1, "key"); // its copy in the duplicate check
             context_ = concat("key ", quoted(key));
             if (!seen.insert(key).second) corrupt("duplicate key");
             const uint32_t type_id = read<uint32_t>("value type");
@@ -204,6 +226,7 @@ class parser {
             corrupt("array count ", count, " of ", value_type_name(arr.elem_type),
                     " needs at least ", min_elem, " bytes each but only ", remaining(),
                     " bytes remain (file truncated or corrupt)");
+        charge(count * sizeof(element), "array");
         arr.elems.reserve(count);
         for (uint64_t i = 0; i < count; ++i)
             arr.elems.push_back(read_scalar<element>(arr.elem_type));
@@ -221,11 +244,13 @@ class parser {
 
     void read_tensor_infos(parsed& out, uint64_t n_tensors) {
         std::set<std::string, std::less<>> seen;
+        charge(n_tensors * (sizeof(tensor_info) + index_entry_bytes), "n_tensors");
         out.tensors.reserve(n_tensors);
         for (uint64_t i = 0; i < n_tensors; ++i) {
             context_ = concat("tensor #", i);
             tensor_info t;
             t.name = read_string("tensor name");
+            charge(2 * (t.name.size() + 1), "tensor name"); // the duplicate check, the index
             context_ = concat("tensor ", quoted(t.name));
             if (!seen.insert(t.name).second) corrupt("duplicate tensor name");
             t.n_dims = read<uint32_t>("n_dims");
@@ -279,6 +304,26 @@ class parser {
                      out.data_offset, ")");
             t.data = bytes_.data() + out.data_offset + t.offset;
         }
+        refuse_overlaps(out.tensors);
+    }
+
+    // Tensors share no bytes (ggml's reader wants each right after the previous one), so the
+    // declared tensors never add up to more than the file holds, whatever reads them.
+    void refuse_overlaps(const std::vector<tensor_info>& tensors) const {
+        std::vector<const tensor_info*> order;
+        order.reserve(tensors.size());
+        for (const tensor_info& t : tensors)
+            if (t.n_bytes != 0) order.push_back(&t);
+        std::sort(order.begin(), order.end(),
+                  [](const tensor_info* a, const tensor_info* b) { return a->offset < b->offset; });
+        for (size_t i = 1; i < order.size(); ++i) {
+            const tensor_info& a = *order[i - 1];
+            const tensor_info& b = *order[i];
+            if (b.offset < a.offset + a.n_bytes)
+                fail(status::format, path_, ": tensor ", quoted(b.name), ": data [", b.offset,
+                     ", +", b.n_bytes, ") overlaps the data of tensor ", quoted(a.name), " [",
+                     a.offset, ", +", a.n_bytes, ") (file corrupt)");
+        }
     }
 
     std::span<const uint8_t> bytes_;
@@ -286,18 +331,20 @@ class parser {
     uint64_t pos_ = 0;
     uint64_t field_ = 0; // start of the field being read, for messages
     std::string context_;
+    uint64_t memory_ = 0; // bytes of memory the parsed metadata takes so far, about
 };
 
 } // namespace
 
-std::unique_ptr<file> file::open(const std::string& path) {
-    auto map = std::make_unique<formats::mapped_file>(path);
-    if (map->bytes().empty())
-        fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
-
+std::unique_ptr<file> file::open(const std::string& path, const open_options& options) {
     // The constructor is private, so make_unique cannot reach it.
     std::unique_ptr<file> f(new file());
-    f->map_ = std::move(map);
+    if (options.in_memory)
+        f->contents_ = formats::read_file(path, options.progress);
+    else
+        f->map_ = std::make_unique<formats::mapped_file>(path);
+    if (f->bytes().empty())
+        fail(status::format, path, ": file is empty (0 bytes), not a GGUF file");
     f->path_ = path;
     parsed r = parser(f->bytes(), path).run();
     f->sparse_ = r.sparse;
@@ -314,7 +361,7 @@ std::unique_ptr<file> file::open(const std::string& path) {
 file::~file() = default;
 
 std::span<const uint8_t> file::bytes() const noexcept {
-    return map_->bytes();
+    return map_ ? map_->bytes() : contents_.bytes();
 }
 
 } // namespace pi::gguf

@@ -26,6 +26,20 @@ bool env_threshold(float& out) {
     return true;
 }
 
+// Without mmap the file is read whole into memory, which is the first 90% of the progress.
+gguf::open_options open_options_of(const load_options& options) {
+    gguf::open_options how;
+    how.in_memory = !options.use_mmap;
+    if (options.progress) {
+        how.progress.fn = [](float fraction, void* user_data) {
+            const auto* o = static_cast<const load_options*>(user_data);
+            return o->progress(0.9f * fraction, o->progress_user_data);
+        };
+        how.progress.user_data = const_cast<load_options*>(&options);
+    }
+    return how;
+}
+
 } // namespace
 
 model::model() = default;
@@ -39,12 +53,9 @@ int32_t model::max_predictor_rank() const noexcept {
 
 std::unique_ptr<model> model::load(const std::string& path, const load_options& options) {
     std::unique_ptr<model> m(new model());
-    m->file_ = gguf::file::open(path);
+    m->file_ = gguf::file::open(path, open_options_of(options));
     m->read_hparams();
     m->tokenizer_ = tokenizer::from_gguf(*m->file_);
-    if (m->tokenizer_->n_tokens() != m->hp_.n_vocab)
-        fail(status::format, path, ": vocabulary has ", m->tokenizer_->n_tokens(),
-             " tokens but token_embd has ", m->hp_.n_vocab, " rows");
     m->bind_tensors(options);
     return m;
 }
@@ -103,6 +114,20 @@ void model::read_hparams() {
         fail(status::format, f.path(), ": token_embd.weight has an invalid number of rows");
     hp_.n_vocab = static_cast<int32_t>(embd->ne[1]);
     sparse_file_ = f.sparse();
+
+    // What the file declares must agree with the tensors it holds before anything is built from
+    // it: the tokenizer's tables grow with the vocabulary, the layers with block_count.
+    if (const gguf::value* tokens = f.find("tokenizer.ggml.tokens");
+        tokens && tokens->type == gguf::value_type::array) {
+        const size_t n_tokens = std::get<gguf::array_value>(tokens->data).elems.size();
+        if (n_tokens != static_cast<size_t>(hp_.n_vocab))
+            fail(status::format, f.path(), ": vocabulary has ", n_tokens,
+                 " tokens but token_embd has ", hp_.n_vocab, " rows");
+    }
+    const std::string last_layer = concat("blk.", hp_.n_layer - 1, ".attn_norm.weight");
+    if (!f.find_tensor(last_layer))
+        fail(status::format, f.path(), ": ", a, "block_count = ", hp_.n_layer, " but tensor '",
+             last_layer, "' is missing");
 }
 
 pib_tensor model::bind(const std::string& name, int64_t ne0, int64_t ne1) {
@@ -211,19 +236,8 @@ void model::bind_tensors(const load_options& options) {
     pib_device_info info{};
     host_->run("describing the CPU backend", &pib_vtable::device_info, &info);
     weight_types_ = info.weight_types;
-    if (options.use_mmap) {
-        weights_ = host_->wrap_host(const_cast<uint8_t*>(bytes.data()), bytes.size());
-    } else {
-        weights_ = host_->alloc(bytes.size());
-        constexpr size_t chunk = size_t(64) << 20;
-        for (size_t off = 0; off < bytes.size(); off += chunk) {
-            const size_t n = std::min(chunk, bytes.size() - off);
-            host_->upload(weights_, off, bytes.data() + off, n);
-            if (options.progress && !options.progress(0.9f * static_cast<float>(off + n) / bytes.size(),
-                                                      options.progress_user_data))
-                fail(status::cancelled, "model loading cancelled by the progress callback");
-        }
-    }
+    // Mapped or read into memory (use_mmap = 0), the file's bytes are the weights' buffer.
+    weights_ = host_->wrap_host(const_cast<uint8_t*>(bytes.data()), bytes.size());
 
     const hparams& h = hp_;
     const arch_desc& arch = *h.arch;

@@ -100,8 +100,7 @@ private:
     std::unique_ptr<gguf::file> file_;
     std::unique_ptr<tokenizer> tokenizer_;
     std::unique_ptr<device> host_;   // owns the weights buffer (a CPU backend instance)
-    buffer weights_;
-    std::vector<uint8_t> owned_bytes_; // no-mmap loads copy the data section here
+    buffer weights_; // wraps the file's bytes, mapped or read into memory (use_mmap = false)
 
     hparams hp_;
     std::string name_;

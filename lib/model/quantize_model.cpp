@@ -440,10 +440,12 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
             ++n_converted;
         }
     }
-    out.commit();
-    log(log_level::info,
+    // Composed before the commit: once the file is in place, nothing may fail the call.
+    const std::string done =
         concat("quantized ", n_converted, " of ", plans.size(), " tensors of ", in_path, " to ",
-               goal.name, o.pure ? " (pure)" : "", " into ", out_path));
+               goal.name, o.pure ? " (pure)" : "", " into ", out_path);
+    out.commit();
+    log(log_level::info, done);
 }
 
 } // namespace pi

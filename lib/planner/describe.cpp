@@ -4,6 +4,7 @@
 #include <string>
 
 #include "planner/planner.hpp"
+#include "support/error.hpp"
 
 namespace pi::planner {
 
@@ -35,6 +36,7 @@ std::string describe(const plan& p) {
     }
 
     std::ostringstream out;
+    throw_on_stream_failure(out);
     out << std::fixed;
     out.precision(2);
     out << "device plan: " << mib(p.bytes_total) << " MiB of a " << mib(p.budget)

@@ -24,7 +24,9 @@ inline constexpr int32_t n_sampler_stages = 8;
 std::vector<sampler_stage> default_stage_order();
 const char* stage_name(sampler_stage s);
 
-struct sampler_options {
+// The scalar knobs, apart from the lists so that their defaults are read without allocating
+// (pi_sampler_params_init must not fail, docs/robustness.md).
+struct sampler_scalars {
     float temperature = 0.8f; // <= 0: greedy pick
     int32_t top_k = 40;       // <= 0: off
     float top_p = 0.95f;      // in (0, 1]; 1: off
@@ -41,13 +43,16 @@ struct sampler_options {
     float dry_base = 1.75f;      // >= 1
     int32_t dry_allowed_length = 2;
     int32_t dry_penalty_last_n = -1; // 0: off; -1: every accepted token
-    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
     float xtc_probability = 0.0f; // 0: off
     float xtc_threshold = 0.1f;
     int32_t mirostat = 0; // 0: off, 1 or 2: that version (then only penalties and temperature run)
     float mirostat_tau = 5.0f;
     float mirostat_eta = 0.1f;
     int32_t min_keep = 0; // the least the truncating stages keep (besides the one always kept)
+};
+
+struct sampler_options : sampler_scalars {
+    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
     std::vector<logit_bias> logit_biases;
     std::vector<sampler_stage> stages = default_stage_order();
     // What the constraint was built from (e.g. the grammar's text and root): a saved state loads

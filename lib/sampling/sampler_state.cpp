@@ -131,6 +131,7 @@ void sampler::save(std::vector<uint8_t>& out) const {
     put_u64(out, fingerprint());
     put_u32(out, std::bit_cast<uint32_t>(mu_));
     std::ostringstream rng_text;
+    throw_on_stream_failure(rng_text);
     rng_text << rng_;
     const std::string text = rng_text.str();
     put_u32(out, static_cast<uint32_t>(text.size()));

@@ -29,8 +29,16 @@ private:
     status code_;
 };
 
+// Streams swallow exceptions by default: an allocation failing inside one would silently
+// truncate the text (a tensor name looked up, a state saved). With badbit in the exception mask
+// the failure is rethrown instead.
+inline void throw_on_stream_failure(std::ios& stream) {
+    stream.exceptions(std::ios::badbit);
+}
+
 template <typename... Parts> std::string concat(Parts&&... parts) {
     std::ostringstream out;
+    throw_on_stream_failure(out);
     (out << ... << std::forward<Parts>(parts));
     return out.str();
 }

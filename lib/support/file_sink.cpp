@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,16 +15,20 @@ namespace pi {
 namespace {
 
 // Makes a rename into `path`'s folder durable; a folder that cannot be opened (no read
-// permission) keeps the rename, which has already happened, without the flush.
-void sync_folder_of(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    const std::string folder = slash == std::string::npos ? "."
-                               : slash == 0               ? "/"
-                                                          : path.substr(0, slash);
-    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
+// permission), or no memory for its name, keeps the rename, which has already happened, without
+// the flush: nothing after the rename may fail the write.
+void sync_folder_of(const std::string& path) noexcept {
+    try {
+        const size_t slash = path.find_last_of('/');
+        const std::string folder = slash == std::string::npos ? "."
+                                   : slash == 0               ? "/"
+                                                              : path.substr(0, slash);
+        const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+        if (fd < 0) return;
+        ::fsync(fd);
+        ::close(fd);
+    } catch (const std::bad_alloc&) {
+    }
 }
 
 } // namespace

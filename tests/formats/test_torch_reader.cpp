@@ -94,6 +94,23 @@ TEST_CASE("a torch tensor viewing part of its storage reads the view") {
     CHECK(code_of([&] { read_torch_vector(short_storage, "short.pt"); }) == status::format);
 }
 
+TEST_CASE("a vector of more elements than its storage holds is refused before it is allocated") {
+    // Stride 0 repeats one stored float 2^40 times: 4 TiB from a file of a few hundred bytes.
+    test::torch_file_options expanded;
+    expanded.stride = 0;
+    const auto file =
+        test::torch_file("FloatStorage", f32_bytes({1, 2}), 2, 0, int64_t{1} << 40, expanded);
+    CHECK(code_of([&] { read_torch_vector(file, "expanded.pt"); }) == status::format);
+    CHECK(contains(message_of([&] { read_torch_vector(file, "expanded.pt"); }),
+                   "expanded.pt: the tensor repeats its 1 stored elements as 1099511627776"));
+    // A stride of 2 reads every other element.
+    test::torch_file_options strided;
+    strided.stride = 2;
+    CHECK(read_torch_vector(
+              test::torch_file("FloatStorage", f32_bytes({1, 2, 3, 4}), 4, 0, 2, strided),
+              "strided.pt") == std::vector<float>{1, 3});
+}
+
 TEST_CASE("half, int32 and byte storages convert to float") {
     const std::vector<uint8_t> half = {0x00, 0x3c, 0x00, 0x40}; // 1.0, 2.0
     CHECK(read_torch_vector(test::torch_file("HalfStorage", half, 2, 0, 2), "h.pt") ==

@@ -142,7 +142,7 @@ std::vector<uint8_t> make_zip(const std::vector<zip_record>& records, const zip_
 }
 
 std::vector<uint8_t> tensor_pickle(const std::string& storage_type, int64_t numel, int64_t offset,
-                                   int64_t size, const std::string& key) {
+                                   int64_t size, const std::string& key, int64_t stride) {
     bytes_out p;
     p.u8(0x80);
     p.u8(2);
@@ -166,7 +166,7 @@ std::vector<uint8_t> tensor_pickle(const std::string& storage_type, int64_t nume
     pickle_int(p, size);
     p.u8(0x85);
     binput(p, 6);
-    pickle_int(p, 1);
+    pickle_int(p, stride);
     p.u8(0x85);
     binput(p, 7);
     p.u8(0x89);
@@ -190,8 +190,9 @@ std::vector<uint8_t> torch_file(const std::string& storage_type, std::vector<uin
     const std::string version = "3\n";
     std::vector<zip_record> records;
     if (o.version_first) records.push_back({dir + "version", {version.begin(), version.end()}});
-    records.push_back(
-        {dir + "data.pkl", tensor_pickle(storage_type, numel, offset, size), o.pickle_method});
+    records.push_back({dir + "data.pkl",
+                       tensor_pickle(storage_type, numel, offset, size, "0", o.stride),
+                       o.pickle_method});
     const std::string little = "little";
     records.push_back({dir + "byteorder", {little.begin(), little.end()}});
     records.push_back({dir + "data/0", std::move(storage), o.data_method});

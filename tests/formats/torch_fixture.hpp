@@ -26,9 +26,10 @@ struct zip_options {
 std::vector<uint8_t> make_zip(const std::vector<zip_record>& records, const zip_options& o = {});
 
 // The data.pkl of torch.save(tensor) for a tensor viewing `size` elements at `offset` of a
-// storage of `numel` elements of `storage_type` ("FloatStorage", ...) stored under `key`.
+// storage of `numel` elements of `storage_type` ("FloatStorage", ...) stored under `key`, one
+// every `stride` elements (0: an expanded tensor repeating one element).
 std::vector<uint8_t> tensor_pickle(const std::string& storage_type, int64_t numel, int64_t offset,
-                                   int64_t size, const std::string& key = "0");
+                                   int64_t size, const std::string& key = "0", int64_t stride = 1);
 
 struct torch_file_options {
     std::string archive = "archive"; // torch names it after the file, e.g. "activation_0"
@@ -36,6 +37,7 @@ struct torch_file_options {
     uint16_t data_method = 0;
     uint16_t pickle_method = 0;
     zip_options zip;
+    int64_t stride = 1; // the tensor's stride in its storage
 };
 
 // A whole torch.save file of a 1-D tensor over the given storage bytes.

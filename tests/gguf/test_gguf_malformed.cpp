@@ -203,4 +203,41 @@ TEST_CASE("bad tensor infos are rejected naming the tensor") {
     expect_rejected(dir, beyond, "beyond the end");
 }
 
+TEST_CASE("tensors whose data overlap are rejected naming both") {
+    const std::string dir = test::scratch_dir("gguf_overlap");
+    raw_gguf same; // two tensors over the same 64 bytes
+    same.header(2, 0).tensor("a", {16}, f32_id, 0).tensor("b", {16}, f32_id, 0).pad_to(32);
+    expect_rejected(dir, same.zeros(64),
+                    "tensor 'b': data [0, +64) overlaps the data of tensor 'a'");
+    raw_gguf partly; // b starts inside a, declared first
+    partly.header(2, 0).tensor("b", {16}, f32_id, 32).tensor("a", {16}, f32_id, 0).pad_to(32);
+    expect_rejected(dir, partly.zeros(96), "overlaps the data of tensor 'a'");
+    raw_gguf apart; // adjacent, and an empty tensor anywhere: accepted
+    apart.header(3, 0)
+        .tensor("a", {16}, f32_id, 0)
+        .tensor("b", {16}, f32_id, 64)
+        .tensor("e", {0}, f32_id, 32)
+        .pad_to(32)
+        .zeros(128);
+    test::save(dir + "/apart.gguf", apart.b);
+    CHECK(gguf::file::open(dir + "/apart.gguf")->tensors().size() == 3);
+}
+
+TEST_CASE("metadata whose parsed form would pass 128 MiB is rejected before it is parsed") {
+    const std::string dir = test::scratch_dir("gguf_metadata_memory");
+    const uint64_t n = uint64_t{4} << 20; // 4 MiB of u8, held as 160 MiB of variants
+    raw_gguf r;
+    r.header(0, 1).str("junk").u32(9).u32(0).u64(n).zeros(n);
+    expect_rejected(dir, r, "array would bring the parsed metadata to more than 134217728 bytes");
+    raw_gguf keys; // the same through many small arrays: the total counts
+    keys.header(0, 64);
+    for (int i = 0; i < 64; ++i)
+        keys.str(std::to_string(i)).u32(9).u32(0).u64(65536).zeros(65536);
+    expect_rejected(dir, keys, "more than 134217728 bytes");
+    raw_gguf fits; // 1 Mi u8 elements: 40 MiB parsed, accepted
+    fits.header(0, 1).str("junk").u32(9).u32(0).u64(uint64_t{1} << 20).zeros(size_t{1} << 20);
+    test::save(dir + "/fits.gguf", fits.b);
+    CHECK(gguf::file::open(dir + "/fits.gguf")->metadata().size() == 1);
+}
+
 } // namespace

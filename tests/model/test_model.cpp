@@ -163,6 +163,14 @@ TEST_CASE("a vocabulary whose size differs from the embedding rows is rejected")
     expect_load_error(path, status::format, "token_embd");
 }
 
+TEST_CASE("a block_count beyond the layers the file holds is rejected naming the missing layer") {
+    const std::string path = edited("layers.gguf", true, [](test::model_edit& e) {
+        find_key(e, "llama.block_count")->data = uint64_t{4000};
+    });
+    expect_load_error(path, status::format, "block_count = 4000");
+    expect_load_error(path, status::format, "'blk.3999.attn_norm.weight' is missing");
+}
+
 TEST_CASE("n_head that does not divide n_embd is rejected") {
     const std::string path = edited("heads.gguf", true, [](test::model_edit& e) {
         find_key(e, "llama.attention.head_count")->data = uint64_t{5};
