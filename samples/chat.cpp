@@ -34,7 +34,7 @@ std::atomic<bool> g_replying{false}, g_quit{false};
 
 extern "C" void on_sigint(int) {
 #if defined(_WIN32)
-    std::signal(SIGINT, on_sigint); // the C runtime reset it to the default before this call
+    signal(SIGINT, on_sigint); // the C runtime reset it to the default before this call
 #endif
     if (g_replying.exchange(false)) return pi_context_cancel(g_ctx.load());
     g_quit = true;
@@ -128,7 +128,7 @@ int main(int argc, char** argv) try {
 
     g_ctx = ctx.get();
 #if defined(_WIN32)
-    std::signal(SIGINT, on_sigint); // the console's read ends on Ctrl-C
+    signal(SIGINT, on_sigint); // the console's read ends on Ctrl-C
 #else
     struct sigaction action = {};
     action.sa_handler = on_sigint; // no SA_RESTART: Ctrl-C at the prompt ends the read

@@ -42,7 +42,7 @@ bin=$build/bin
 # The doctest programs that run on Windows; excluded (docs/platform.md): the server's tests
 # (Unix-only server), the Python-oracle tests (reference, conformance, layout, gguf-py checks)
 # and the tests that drive tools through CMake scripts.
-tests=(test_quant test_quant_goldens test_quantize_model test_quantize_api formats_unit test_gguf
+tests=(test_platform test_quant test_quant_goldens test_quantize_model test_quantize_api formats_unit test_gguf
        test_backend test_tokenizer test_chat test_model test_grammar test_sampling
        test_sampler_api test_engine test_synthetic test_synthetic_families test_api
        test_tools_common planner_unit gpuidx_unit hybrid_cpu_as_device hybrid_gpusim

@@ -16,9 +16,9 @@ int default_concurrency() {
 }
 
 struct thread_pool::job {
-    void (*task)(const void*, int64_t);
-    const void* context;
-    int64_t n_tasks;
+    void (*task)(const void*, int64_t) = nullptr;
+    const void* context = nullptr;
+    int64_t n_tasks = 0;
     std::atomic<int64_t> next{0};
     std::mutex error_mutex;
     std::exception_ptr error;
@@ -80,7 +80,10 @@ void thread_pool::work_loop() {
 void thread_pool::run(int64_t n_tasks, void (*task)(const void*, int64_t), const void* context) {
     if (n_tasks <= 0) return;
     std::lock_guard one_at_a_time(run_mutex_);
-    job j{task, context, n_tasks};
+    job j;
+    j.task = task;
+    j.context = context;
+    j.n_tasks = n_tasks;
     {
         std::lock_guard lock(mutex_);
         job_ = &j;
