@@ -40,13 +40,14 @@ cmake --build "$build" -j "$jobs"
 export WINEDEBUG=-all WINEPREFIX=${WINEPREFIX:-$build/wineprefix}
 bin=$build/bin
 # The doctest programs that run on Windows; excluded (docs/platform.md): the server's tests
-# (Unix-only server), the Python-oracle tests (reference, conformance, layout, gguf-py checks)
-# and the tests that drive tools through CMake scripts.
+# (Unix-only server), the Python-oracle tests (reference, layout, gguf-py checks), the GPU
+# simulation and module-loader tests (ucontext fibers, ELF modules), and the tests that drive
+# tools through CMake scripts. The CPU conformance run is below (it takes an argument).
 tests=(test_platform test_quant test_quant_goldens test_quantize_model test_quantize_api formats_unit test_gguf
        test_backend test_tokenizer test_chat test_model test_grammar test_sampling
        test_sampler_api test_engine test_synthetic test_synthetic_families test_api
-       test_tools_common planner_unit gpuidx_unit hybrid_cpu_as_device hybrid_gpusim
-       conformance_module_loader test_threads)
+       test_tools_common planner_unit gpuidx_unit hybrid_cpu_as_device conformance_gpu_math
+       test_threads)
 failed=()
 for t in "${tests[@]}"; do
   [[ -x $bin/$t.exe ]] || { echo "missing: $t.exe"; failed+=("$t"); continue; }
@@ -58,9 +59,16 @@ for t in "${tests[@]}"; do
   fi
 done
 
+start=$SECONDS
+if (cd "$build" && wine "$bin/conformance.exe" --backend=cpu >"$build/conformance_cpu.log" 2>&1); then
+  echo "ok    conformance --backend=cpu ($((SECONDS - start)) s)"
+else
+  echo "FAIL  conformance --backend=cpu: $build/conformance_cpu.log"; failed+=(conformance_cpu)
+fi
+
 wine "$bin/hello.exe" "$model" "$prompt" >"$build/hello.txt" 2>"$build/hello.err" || failed+=(hello)
-wine "$bin/powerinfer-cli.exe" -m "$model" -p "$prompt" -n 64 --temp 0 \
-  >"$build/greedy.txt" 2>"$build/greedy.err" || failed+=(powerinfer-cli)
+wine "$bin/powerinfer.exe" -m "$model" -p "$prompt" -n 64 --temp 0 \
+  >"$build/greedy.txt" 2>"$build/greedy.err" || failed+=(powerinfer.exe)
 echo "greedy (Windows): $(tr -d '\r' <"$build/greedy.txt" | head -c 200)"
 if [[ -n $linux_build ]]; then
   "$linux_build/tools/powerinfer/powerinfer" -m "$model" -p "$prompt" -n 64 --temp 0 \
@@ -77,7 +85,7 @@ if [[ ${INSTALL_CHECK:-1} != 0 ]]; then
   cmake --install "$build" >/dev/null
   for f in bin/powerinfer.dll lib/libpowerinfer.dll.a include/powerinfer.h \
            lib/cmake/powerinfer/powerinfer-config.cmake lib/pkgconfig/powerinfer.pc \
-           bin/powerinfer-cli.exe; do
+           bin/powerinfer.exe; do
     [[ -e $build/install/$f ]] || { echo "install tree lacks $f"; failed+=("install:$f"); }
   done
 fi
