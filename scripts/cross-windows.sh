@@ -88,6 +88,24 @@ if [[ ${INSTALL_CHECK:-1} != 0 ]]; then
            bin/powerinfer.exe; do
     [[ -e $build/install/$f ]] || { echo "install tree lacks $f"; failed+=("install:$f"); }
   done
+  # A consumer of the install tree, as on Linux: find_package(powerinfer), then the sample runs
+  # with the installed powerinfer.dll on Wine's PATH.
+  consumer=$build/consumer
+  rm -rf "$consumer"
+  if cmake -S "$root/samples" -B "$consumer" -G Ninja \
+       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/mingw-w64-x86_64.cmake" \
+       -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$build/install" \
+       -DCMAKE_FIND_ROOT_PATH="$build/install" >"$build/consumer.log" 2>&1 &&
+     cmake --build "$consumer" -j "$jobs" >>"$build/consumer.log" 2>&1 &&
+     WINEPATH="$(winepath -w "$build/install/bin")" wine "$consumer/hello.exe" "$model" "$prompt" \
+       >"$build/consumer-hello.txt" 2>>"$build/consumer.log"; then
+    echo "ok    install tree: find_package(powerinfer) consumer runs hello.exe"
+  else
+    echo "FAIL  install tree consumer: $build/consumer.log"; failed+=(install-consumer)
+  fi
+  PKG_CONFIG_LIBDIR=$build/install/lib/pkgconfig pkg-config --libs --cflags powerinfer \
+    >"$build/pkg-config.txt" || failed+=(install-pkg-config)
+  echo "pkg-config: $(cat "$build/pkg-config.txt")"
 fi
 
 if ((${#failed[@]})); then
