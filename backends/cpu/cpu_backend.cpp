@@ -16,7 +16,6 @@
 #include <memory>
 #include <new>
 
-
 namespace pi::cpu {
 
 void aligned_free::operator()(std::byte* p) const noexcept {

@@ -194,10 +194,9 @@ std::vector<module_status> probe_backend_modules() {
 std::string describe(const module_status& s) {
     std::string line = display_name(s.name) + " backend: ";
     if (!s.loaded) return line + "unavailable: " + s.reason;
-    line +=
-        concat(platform::utf8_string(platform::utf8_path(s.path).filename()), " (",
-               platform::utf8_string(platform::utf8_path(s.path).parent_path()), "): ",
-               s.devices.size(), s.devices.size() == 1 ? " device:" : " devices:");
+    line += concat(platform::utf8_string(platform::utf8_path(s.path).filename()), " (",
+                   platform::utf8_string(platform::utf8_path(s.path).parent_path()),
+                   "): ", s.devices.size(), s.devices.size() == 1 ? " device:" : " devices:");
     for (std::size_t i = 0; i < s.devices.size(); ++i)
         line += concat(i == 0 ? " " : "; ", s.devices[i].name, " (", gib(s.devices[i].memory_total),
                        ")");

@@ -7,10 +7,10 @@
 #include "gguf/gguf.hpp"
 #include "planner/activation_stats.hpp"
 #include "planner/gpu_index.hpp"
+#include "platform/files.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
 #include "tokenizer/tokenizer.hpp"
-#include "platform/files.hpp"
 
 namespace pi {
 

@@ -236,8 +236,8 @@ const char* type_name(ggml_type t) noexcept {
 void refuse_same_file(const std::string& in_path, const std::string& out_path) {
     std::error_code ec; // a missing output is not the input
     const bool same_name = in_path == out_path;
-    const bool same_file =
-        std::filesystem::equivalent(platform::utf8_path(in_path), platform::utf8_path(out_path), ec);
+    const bool same_file = std::filesystem::equivalent(platform::utf8_path(in_path),
+                                                       platform::utf8_path(out_path), ec);
     if (same_name || same_file)
         fail(status::invalid_argument, "refusing to write the output over the input model ",
              in_path, " (", out_path, " is the same file)");
@@ -308,7 +308,7 @@ void convert(const gguf::tensor_info& t, ggml_type to, platform::task_arena& are
         // Input pages written out leave this process (they stay in the page cache): without
         // this the whole input model would count in the quantizer's RSS.
         platform::release_pages(t.data + static_cast<size_t>(first) * in_row,
-                      static_cast<size_t>(last - first) * in_row);
+                                static_cast<size_t>(last - first) * in_row);
         meter.advance(static_cast<uint64_t>((last - first) * ne0));
     }
 }

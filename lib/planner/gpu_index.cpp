@@ -10,10 +10,10 @@
 #include <system_error>
 
 #include "gguf/gguf.hpp"
+#include "platform/files.hpp"
 #include "support/error.hpp"
 #include "support/fnv1a.hpp"
 #include "support/log.hpp"
-#include "platform/files.hpp"
 
 namespace pi::planner {
 

@@ -36,8 +36,8 @@ std::string last_error_text() {
 bool map_read_only(const std::string& path, file_mapping& out, std::string& error) {
     // FILE_SHARE_DELETE: like a POSIX mapping, the file may be renamed over while mapped.
     const handle file{::CreateFileW(widen(path).c_str(), GENERIC_READ,
-                                    FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                                    nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr)};
+                                    FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+                                    OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr)};
     if (file.h == INVALID_HANDLE_VALUE) {
         // A folder cannot be opened without FILE_FLAG_BACKUP_SEMANTICS: say what it is.
         const DWORD attributes = ::GetFileAttributesW(widen(path).c_str());

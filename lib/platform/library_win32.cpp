@@ -5,8 +5,9 @@ namespace pi::platform {
 
 void* library_open(const std::string& path, std::string& error) {
     // The module's own folder is searched for the DLLs it depends on (its GPU runtime).
-    HMODULE h = ::LoadLibraryExW(win32::widen(path).c_str(), nullptr,
-                                 LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR | LOAD_LIBRARY_SEARCH_DEFAULT_DIRS);
+    HMODULE h =
+        ::LoadLibraryExW(win32::widen(path).c_str(), nullptr,
+                         LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR | LOAD_LIBRARY_SEARCH_DEFAULT_DIRS);
     if (h == nullptr) error = win32::error_text(::GetLastError());
     return reinterpret_cast<void*>(h);
 }

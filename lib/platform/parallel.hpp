@@ -38,7 +38,8 @@ class task_arena {
     tbb::task_arena arena_;
 };
 
-template <class Body> void parallel_for(int64_t begin, int64_t end, int64_t grain, const Body& body) {
+template <class Body>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const Body& body) {
     if (begin >= end) return;
     tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain > 0 ? grain : 1),
                       [&body](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); });

@@ -46,7 +46,8 @@ std::string cpu_model_name() {
     wchar_t name[256] = {};
     DWORD size = sizeof name;
     if (::RegGetValueW(HKEY_LOCAL_MACHINE, L"HARDWARE\\DESCRIPTION\\System\\CentralProcessor\\0",
-                       L"ProcessorNameString", RRF_RT_REG_SZ, nullptr, name, &size) == ERROR_SUCCESS &&
+                       L"ProcessorNameString", RRF_RT_REG_SZ, nullptr, name,
+                       &size) == ERROR_SUCCESS &&
         name[0] != L'\0')
         return win32::narrow(name);
     return "unknown";

@@ -69,7 +69,8 @@ class task_arena {
     thread_pool pool_;
 };
 
-template <class Body> void parallel_for(int64_t begin, int64_t end, int64_t grain, const Body& body) {
+template <class Body>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const Body& body) {
     if (begin >= end) return;
     if (grain < 1) grain = 1;
     const int64_t n = end - begin;

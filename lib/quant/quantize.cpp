@@ -1,15 +1,16 @@
 // Reference quantizers of the 32-element formats, as ggml-quants.c quantize_row_*_reference
 // computes them when built the way ggml builds itself on x86-64 (docs/quantization.md): GCC
 // fuses x * id + 8.5f (and the like) into one fused multiply-add, so the code is rounded once.
-// That fusion is spelled out with fused_multiply_add (fused.hpp) here and the file is compiled with -ffp-contract=off,
-// so that no other operation is fused and the result does not depend on our compiler's choices.
+// That fusion is spelled out with fused_multiply_add (fused.hpp) here and the file is compiled with
+// -ffp-contract=off, so that no other operation is fused and the result does not depend on our
+// compiler's choices.
 #include "quant/quantize.hpp"
 
 #include <cfloat>
 #include <cmath>
 
-#include "quant/types.hpp"
 #include "quant/fused.hpp"
+#include "quant/types.hpp"
 
 namespace pi {
 

@@ -11,10 +11,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "quant/fused.hpp"
 #include "quant/quantize.hpp"
 #include "quant/quantize_k_search.hpp"
 #include "quant/types.hpp"
-#include "quant/fused.hpp"
 
 namespace pi {
 

@@ -1,5 +1,6 @@
 // The K-quant scale searches. Compiled with -ffp-contract=off: every fused multiply-add of
-// ggml's build is an explicit fused_multiply_add (fused.hpp) below, and no other operation may be fused.
+// ggml's build is an explicit fused_multiply_add (fused.hpp) below, and no other operation may be
+// fused.
 #include "quant/quantize_k_search.hpp"
 #include "quant/fused.hpp"
 

@@ -11,11 +11,11 @@
 
 // The quantizers' fused multiply-adds are std::fma (a portable one on mingw-w64), exact whatever
 // the CPU; without FMA instructions in the build's baseline each is a libm call, which makes the
-// K-quant searches about four times slower. On x86-64 with GCC or Clang the hot functions are therefore also
-// compiled for FMA and picked at load time (same results, bit for bit): PI_QUANT_FMA_CLONES on
-// their definitions. Not under ThreadSanitizer: the compiler instruments the clones' ifunc
-// resolver, which the dynamic loader runs before the sanitizer's runtime is initialised, and
-// the program crashes at load time (docs/sanitizers.md).
+// K-quant searches about four times slower. On x86-64 with GCC or Clang the hot functions are
+// therefore also compiled for FMA and picked at load time (same results, bit for bit):
+// PI_QUANT_FMA_CLONES on their definitions. Not under ThreadSanitizer: the compiler instruments the
+// clones' ifunc resolver, which the dynamic loader runs before the sanitizer's runtime is
+// initialised, and the program crashes at load time (docs/sanitizers.md).
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define PI_QUANT_UNDER_TSAN 1

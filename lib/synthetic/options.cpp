@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <system_error>
 
+#include "platform/files.hpp"
 #include "quant/types.hpp"
 #include "synthetic/construction.hpp"
 #include "synthetic/family.hpp"
-#include "platform/files.hpp"
 
 namespace pi::synth {
 

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "../test_env.hpp"
 #include "api_test_data.hpp"
 #include "powerinfer.h"
-#include "../test_env.hpp"
 
 namespace {
 

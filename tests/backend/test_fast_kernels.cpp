@@ -9,11 +9,11 @@
 // Attention outputs are convex combinations of V values in [-1, 1]: 1e-5 absolute.
 #include "backend_test_util.hpp"
 
+#include "../test_env.hpp"
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include "../test_env.hpp"
 
 using namespace pi::test;
 

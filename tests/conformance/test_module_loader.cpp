@@ -7,10 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_env.hpp"
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include "../test_env.hpp"
 
 using namespace pi;
 

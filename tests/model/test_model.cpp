@@ -4,12 +4,12 @@
 #include <cstring>
 #include <map>
 
+#include "../test_env.hpp"
 #include "gguf/gguf.hpp"
 #include "model/model.hpp"
 #include "quant/types.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
-#include "../test_env.hpp"
 
 using namespace pi;
 

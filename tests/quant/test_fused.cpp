@@ -17,11 +17,13 @@ TEST_CASE("the portable fused multiply-add rounds once") {
     const float tiny = std::ldexp(1.0f, -60);
     CHECK(pi::fused_multiply_add_portable(tiny, tiny, 1.0f + std::ldexp(1.0f, -23)) ==
           1.0f + std::ldexp(1.0f, -23));
-    CHECK(pi::fused_multiply_add_portable(1.0f, std::ldexp(1.0f, -24), 1.0f) == 1.0f); // tie to even
+    CHECK(pi::fused_multiply_add_portable(1.0f, std::ldexp(1.0f, -24), 1.0f) ==
+          1.0f); // tie to even
     CHECK(pi::fused_multiply_add_portable(std::ldexp(1.0f, -24) + std::ldexp(1.0f, -47), 1.0f,
                                           1.0f) == 1.0f + std::ldexp(1.0f, -23)); // above the tie
     const float inf = std::numeric_limits<float>::infinity();
-    CHECK(std::isinf(pi::fused_multiply_add_portable(std::ldexp(1.0f, 100), std::ldexp(1.0f, 100), 0.0f)));
+    CHECK(std::isinf(
+        pi::fused_multiply_add_portable(std::ldexp(1.0f, 100), std::ldexp(1.0f, 100), 0.0f)));
     CHECK(std::isnan(pi::fused_multiply_add_portable(inf, 0.0f, 1.0f)));
 #if !defined(_WIN32)
     uint32_t s = 12345;
