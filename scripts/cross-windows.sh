@@ -94,8 +94,8 @@ if [[ ${INSTALL_CHECK:-1} != 0 ]]; then
   rm -rf "$consumer"
   if cmake -S "$root/samples" -B "$consumer" -G Ninja \
        -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/mingw-w64-x86_64.cmake" \
-       -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$build/install" \
-       -DCMAKE_FIND_ROOT_PATH="$build/install" >"$build/consumer.log" 2>&1 &&
+       -DCMAKE_BUILD_TYPE=Release -Dpowerinfer_DIR="$build/install/lib/cmake/powerinfer" \
+       >"$build/consumer.log" 2>&1 &&
      cmake --build "$consumer" -j "$jobs" >>"$build/consumer.log" 2>&1 &&
      WINEPATH="$(winepath -w "$build/install/bin")" wine "$consumer/hello.exe" "$model" "$prompt" \
        >"$build/consumer-hello.txt" 2>>"$build/consumer.log"; then
