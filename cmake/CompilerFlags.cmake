@@ -1,8 +1,13 @@
 # Warnings for every target of the project; sanitizer builds come from the `asan` and `tsan`
 # presets (docs/sanitizers.md).
-add_compile_options(
-  "$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra;-Wno-unused-parameter>"
-)
+if(MSVC)
+  # UTF-8 sources and execution character set; the standard's conformance mode.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:/W4;/utf-8;/permissive->")
+else()
+  add_compile_options(
+    "$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra;-Wno-unused-parameter>"
+  )
+endif()
 set(POWERINFER_SANITIZE "" CACHE STRING "Sanitizers to enable, e.g. address,undefined or thread")
 if(POWERINFER_SANITIZE)
   # The compilers refuse ThreadSanitizer next to AddressSanitizer or LeakSanitizer; say so at

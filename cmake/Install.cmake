@@ -8,10 +8,16 @@ include(CMakePackageConfigHelpers)
 set(POWERINFER_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/powerinfer" CACHE STRING
     "Where powerinfer-config.cmake is installed, relative to the prefix")
 
+# Windows: powerinfer.dll is a RUNTIME artifact (bin/, beside the tools), its import library an
+# ARCHIVE one (lib/).
 install(TARGETS powerinfer EXPORT powerinfer-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     COMPONENT Runtime
     NAMELINK_COMPONENT Development
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    COMPONENT Runtime
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    COMPONENT Development
   PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     COMPONENT Development)
 
@@ -59,13 +65,18 @@ install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/powerinfer.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
   COMPONENT Development)
 
-# Installed tools find libpowerinfer.so next to them without LD_LIBRARY_PATH.
+# Installed tools find libpowerinfer.so without LD_LIBRARY_PATH ($ORIGIN, @loader_path on
+# macOS); on Windows powerinfer.dll is installed beside them.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_BINDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(_pi_tool_rpath "${CMAKE_INSTALL_FULL_LIBDIR}")
 else()
   file(RELATIVE_PATH _pi_bin_to_lib
     /prefix/${CMAKE_INSTALL_BINDIR} /prefix/${CMAKE_INSTALL_LIBDIR})
-  set(_pi_tool_rpath "$ORIGIN/${_pi_bin_to_lib}")
+  if(APPLE)
+    set(_pi_tool_rpath "@loader_path/${_pi_bin_to_lib}")
+  else()
+    set(_pi_tool_rpath "$ORIGIN/${_pi_bin_to_lib}")
+  endif()
 endif()
 foreach(_pi_tool powerinfer-cli pi-make-model pi-quantize pi-perplexity pi-bench pi-server)
   if(TARGET ${_pi_tool})

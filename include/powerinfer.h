@@ -42,8 +42,14 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+/* On Windows the library's own sources are compiled with PI_BUILDING_DLL (CMake defines it) and
+ * export; consumers import from powerinfer.dll. A consumer of a static build defines PI_STATIC. */
+#if defined(_WIN32) && defined(PI_STATIC)
+#define PI_API
+#elif defined(_WIN32) && defined(PI_BUILDING_DLL)
 #define PI_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define PI_API __declspec(dllimport)
 #elif defined(__GNUC__)
 #define PI_API __attribute__((visibility("default")))
 #else

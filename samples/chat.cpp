@@ -33,6 +33,9 @@ std::atomic<pi_context*> g_ctx{nullptr};
 std::atomic<bool> g_replying{false}, g_quit{false};
 
 extern "C" void on_sigint(int) {
+#if defined(_WIN32)
+    signal(SIGINT, on_sigint); // the C runtime reset it to the default before this call
+#endif
     if (g_replying.exchange(false)) return pi_context_cancel(g_ctx.load());
     g_quit = true;
 }
@@ -124,9 +127,13 @@ int main(int argc, char** argv) try {
     const std::string tmpl = choose_template(model.get(), argc == 3 ? argv[2] : nullptr);
 
     g_ctx = ctx.get();
+#if defined(_WIN32)
+    signal(SIGINT, on_sigint); // the console's read ends on Ctrl-C
+#else
     struct sigaction action = {};
     action.sa_handler = on_sigint; // no SA_RESTART: Ctrl-C at the prompt ends the read
     sigaction(SIGINT, &action, nullptr);
+#endif
     std::vector<message> messages;
     std::string line, reply;
     while (!g_quit && std::fputs("> ", stdout) >= 0 && std::fflush(stdout) == 0 &&

@@ -8,16 +8,13 @@
 #include "cpu_kernels.hpp"
 #include "quant/types.hpp"
 
-#include <oneapi/tbb/info.h>
+#include "platform/parallel.hpp"
+#include "platform/system.hpp"
 
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
-
-#if __has_include(<unistd.h>)
-#include <unistd.h>
-#endif
 
 namespace pi::cpu {
 
@@ -29,31 +26,17 @@ namespace {
 
 constexpr std::size_t unknown_memory = std::numeric_limits<std::size_t>::max();
 
-std::size_t ram_pages_bytes([[maybe_unused]] int pages_name) {
-#if defined(_SC_PAGESIZE)
-    const long pages = sysconf(pages_name);
-    const long page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 &&
-        static_cast<std::size_t>(pages) <= unknown_memory / static_cast<std::size_t>(page))
-        return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
-#endif
-    return unknown_memory;
+// The OS says 0 when it does not know.
+std::size_t known_or_unknown(std::size_t bytes) {
+    return bytes != 0 ? bytes : unknown_memory;
 }
 
 std::size_t physical_ram() {
-#if defined(_SC_PHYS_PAGES)
-    return ram_pages_bytes(_SC_PHYS_PAGES);
-#else
-    return unknown_memory;
-#endif
+    return known_or_unknown(platform::physical_ram());
 }
 
 std::size_t available_ram() {
-#if defined(_SC_AVPHYS_PAGES)
-    return ram_pages_bytes(_SC_AVPHYS_PAGES);
-#else
-    return unknown_memory;
-#endif
+    return known_or_unknown(platform::available_ram());
 }
 
 // The status of f(context&), with a null context rejected and exceptions turned into codes.
@@ -80,9 +63,10 @@ void destroy(void* ctx) {
     std::unique_ptr<context>{as_context(ctx)};
 }
 
-// More threads than the hardware offers would only be refused by TBB's worker limit.
+// More threads than the hardware offers would only be refused by TBB's worker limit (and would
+// oversubscribe the pool's).
 int set_threads(context& c, int32_t n_threads) {
-    const int hardware = tbb::info::default_concurrency();
+    const int hardware = platform::default_concurrency();
     const int n = n_threads > 0 && n_threads < hardware ? n_threads : hardware;
     c.arena.reset();
     c.arena.emplace(n);

@@ -3,8 +3,7 @@
 #include "cpu_simd.hpp"
 #include "pib_backend.h"
 
-#include <oneapi/tbb/enumerable_thread_specific.h>
-#include <oneapi/tbb/task_arena.h>
+#include "platform/parallel.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -30,13 +29,13 @@ struct context {
     bool capacity_is_ram = false; // free memory then comes from the OS, not from `used`
     std::atomic<std::size_t> used{0};
     int32_t n_threads = 1;
-    std::optional<tbb::task_arena> arena;
+    std::optional<platform::task_arena> arena;
     // The fast kernels, or null for the scalar reference kernels; `name` tells which.
     const simd_kernels* simd = nullptr;
     const char* name = "cpu (scalar)";
     // Per-thread attention scratch (scores of one head, then the weighted V sum); grows only
     // when n_kv or head_dim grows, so steady-state calls do not allocate.
-    tbb::enumerable_thread_specific<std::vector<double>> attention_scratch;
+    platform::per_thread<std::vector<double>> attention_scratch;
     // The batched sparse kernels' per-token lists regrouped per neuron (fast_matmul.cpp). They
     // only grow, so steady-state calls do not allocate; a backend instance runs one kernel at a
     // time, so one set serves every call.

@@ -6,12 +6,10 @@
 #include "cpu_context.hpp"
 #include "tsan_handoff.hpp"
 
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/blocked_range2d.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/parallel_reduce.h>
+#include "platform/parallel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <tuple>
 #include <utility>
@@ -20,8 +18,8 @@ namespace pi::cpu {
 
 // Runs loop(bodies...) inside c's arena, each body wrapped so that ThreadSanitizer sees the
 // loop's edges (tsan_handoff.hpp); without TSan the wrappers only forward. The wrappers exist
-// before the caller announces the loop: TBB's tasks read them (parallel_reduce reads them in
-// place), so nothing the tasks read may be written after that.
+// before the caller announces the loop: the tasks read them in place, so nothing the tasks read
+// may be written after that.
 template <class Loop, class... Bodies>
 void run_tasks(context& c, Loop&& loop, const Bodies&... bodies) {
     tsan_handoff h;
@@ -51,51 +49,47 @@ template <class F> void parallel_1d(context& c, int64_t n, int64_t grain, F&& f)
     if (n <= 0) return;
     if (n <= grain) return f(int64_t{0}, n);
     run_tasks(
-        c,
-        [&](const auto& body) {
-            tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), body);
-        },
-        [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
+        c, [&](const auto& body) { platform::parallel_for(0, n, grain, body); },
+        [&](int64_t begin, int64_t end) { f(begin, end); });
 }
 
-// f(row, col_begin, col_end) over the rows x cols grid, columns in chunks of `col_grain`.
+// f(row, col_begin, col_end) over the rows x cols grid, columns in chunks of at most
+// `col_grain`: one loop over the (row, column chunk) tiles.
 template <class F>
 void parallel_2d(context& c, int64_t rows, int64_t cols, int64_t col_grain, F&& f) {
     if (rows <= 0 || cols <= 0) return;
     if (rows == 1 && cols <= col_grain) return f(int64_t{0}, int64_t{0}, cols);
+    const int64_t grain = std::max<int64_t>(col_grain, 1);
+    const int64_t col_chunks = (cols + grain - 1) / grain;
     run_tasks(
-        c,
-        [&](const auto& body) {
-            tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, 1, 0, cols, col_grain), body);
-        },
-        [&](const tbb::blocked_range2d<int64_t>& r) {
-            for (int64_t i = r.rows().begin(); i < r.rows().end(); ++i)
-                f(i, r.cols().begin(), r.cols().end());
+        c, [&](const auto& body) { platform::parallel_for(0, rows * col_chunks, 1, body); },
+        [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; ++t) {
+                const int64_t col = t % col_chunks * grain;
+                f(t / col_chunks, col, std::min(cols, col + grain));
+            }
         });
 }
 
-// The largest f(i) over [0, n), or `none` when n <= 0.
+// The largest f(i) over [0, n), or `none` when n <= 0. The maximum is the same whichever task
+// sees which index first.
 template <class F> int64_t parallel_max(context& c, int64_t n, int64_t none, F&& f) {
     if (n == 1) return std::max(none, f(int64_t{0}));
-    int64_t result = none;
+    std::atomic<int64_t> result{none};
     run_tasks(
-        c,
-        [&](const auto& body, const auto& join) {
-            result = tbb::parallel_reduce(tbb::blocked_range<int64_t>(0, n), none, body, join);
-        },
-        [&](const tbb::blocked_range<int64_t>& r, int64_t m) {
-            for (int64_t i = r.begin(); i < r.end(); ++i) {
-                const int64_t v = f(i);
-                if (v > m) m = v;
-            }
-            return m;
-        },
-        [](int64_t a, int64_t b) { return a > b ? a : b; });
-    return result;
+        c, [&](const auto& body) { platform::parallel_for(0, n, 1, body); },
+        [&](int64_t begin, int64_t end) {
+            int64_t m = none;
+            for (int64_t i = begin; i < end; ++i)
+                m = std::max(m, f(i));
+            for (int64_t seen = result.load(); m > seen && !result.compare_exchange_weak(seen, m);)
+                ;
+        });
+    return result.load();
 }
 
-// f(begin, end) for the chunks [0, chunk), [chunk, 2 chunk), ... of [0, n), one task each. The
-// chunks also bound the working set of a task, so they are visited in order, chunk by chunk,
+// f(begin, end) for the chunks [0, chunk), [chunk, 2 chunk), ... of [0, n). The chunks also
+// bound the working set of a task, so each task visits its chunks in order, chunk by chunk,
 // even on one thread.
 template <class F> void parallel_chunks(context& c, int64_t n, int64_t chunk, F&& f) {
     if (n <= 0) return;
@@ -107,13 +101,9 @@ template <class F> void parallel_chunks(context& c, int64_t n, int64_t chunk, F&
         return;
     }
     run_tasks(
-        c,
-        [&](const auto& body) {
-            tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_chunks, 1), body,
-                              tbb::simple_partitioner());
-        },
-        [&](const tbb::blocked_range<int64_t>& r) {
-            for (int64_t i = r.begin(); i < r.end(); ++i)
+        c, [&](const auto& body) { platform::parallel_for(0, n_chunks, 1, body); },
+        [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
                 one(i);
         });
 }

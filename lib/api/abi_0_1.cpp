@@ -18,6 +18,12 @@ constexpr size_t model_size = 88, context_size = 32, sampler_size = 24, generate
 
 } // namespace
 
+#if defined(_WIN32)
+#define PI_FROZEN_EXPORT __declspec(dllexport)
+#else
+#define PI_FROZEN_EXPORT __attribute__((visibility("default")))
+#endif
+
 extern "C" {
 
 int pi_model_params_init(void* params, size_t struct_size);
@@ -28,7 +34,7 @@ int pi_synth_params_init(void* params, size_t struct_size);
 int pi_quantize_params_init(void* params, size_t struct_size);
 
 #define PI_FROZEN_DEFAULTS(name, size)                                                             \
-    __attribute__((visibility("default"))) frozen_params<size> pi_##name##_default_params(void) {  \
+    PI_FROZEN_EXPORT frozen_params<size> pi_##name##_default_params(void) {                        \
         frozen_params<size> p;                                                                     \
         pi_##name##_params_init(&p, size);                                                         \
         return p;                                                                                  \

@@ -2,8 +2,8 @@
 
 #include "backend/device.hpp"
 #include "pib_module.h"
-
-#include <dlfcn.h>
+#include "platform/files.hpp"
+#include "platform/library.hpp"
 
 #include <algorithm>
 #include <array>
@@ -41,7 +41,7 @@ registry& modules() {
 }
 
 std::string file_name(const std::string& name) {
-    return "libpowerinfer-" + name + ".so";
+    return platform::library_file_name("powerinfer-" + name);
 }
 
 std::string display_name(const std::string& name) {
@@ -52,33 +52,30 @@ std::string display_name(const std::string& name) {
 
 // The folder of the binary this function was linked into.
 std::string core_dir() {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&core_dir), &info) == 0 || info.dli_fname == nullptr)
-        return {};
-    std::error_code ec;
-    const fs::path p = fs::weakly_canonical(fs::path(info.dli_fname), ec);
-    return ec ? fs::path(info.dli_fname).parent_path().string() : p.parent_path().string();
+    const std::string binary = platform::binary_path_of(reinterpret_cast<const void*>(&core_dir));
+    if (binary.empty()) return {};
+    return platform::utf8_string(platform::utf8_path(binary).parent_path());
 }
 
 std::string first_existing(const std::string& file) {
     for (const std::string& dir : backend_module_dirs()) {
         std::error_code ec;
-        const fs::path p = fs::path(dir) / file;
-        if (fs::is_regular_file(p, ec)) return p.string();
+        const fs::path p = platform::utf8_path(dir) / platform::utf8_path(file);
+        if (fs::is_regular_file(p, ec)) return platform::utf8_string(p);
     }
     return {};
 }
 
 template <class Fn> Fn symbol(void* handle, const char* name) {
-    return reinterpret_cast<Fn>(dlsym(handle, name));
+    return reinterpret_cast<Fn>(platform::library_symbol(handle, name));
 }
 
 // Opens the module at `path` and checks its API version; the reason on failure.
 bool open_module(const std::string& path, module_api& api, std::string& reason) {
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string why;
+    void* h = platform::library_open(path, why);
     if (h == nullptr) {
-        const char* e = dlerror();
-        reason = concat("cannot load ", path, ": ", e != nullptr ? e : "unknown dlopen error");
+        reason = concat("cannot load ", path, ": ", why);
         return false;
     }
     const auto version = symbol<pib_module_api_version_fn>(h, PIB_MODULE_API_VERSION_SYMBOL);
@@ -89,14 +86,14 @@ bool open_module(const std::string& path, module_api& api, std::string& reason) 
         api.create == nullptr) {
         reason =
             concat(path, " is not a libpowerinfer backend module (missing pib_module_* symbols)");
-        dlclose(h);
+        platform::library_close(h);
         return false;
     }
     if (const uint32_t v = version(); v != PIB_API_VERSION) {
         reason =
             concat(path, " was built for backend API version ", v, ", this libpowerinfer uses ",
                    PIB_API_VERSION, "; rebuild the module with this libpowerinfer");
-        dlclose(h);
+        platform::library_close(h);
         return false;
     }
     return true;
@@ -149,7 +146,8 @@ std::vector<std::string> backend_module_dirs() {
         std::string list = env;
         std::size_t start = 0;
         while (start <= list.size()) {
-            const std::size_t end = std::min(list.find(':', start), list.size());
+            const std::size_t end =
+                std::min(list.find(platform::path_list_separator(), start), list.size());
             if (end > start) dirs.push_back(list.substr(start, end - start));
             start = end + 1;
         }
@@ -196,9 +194,9 @@ std::vector<module_status> probe_backend_modules() {
 std::string describe(const module_status& s) {
     std::string line = display_name(s.name) + " backend: ";
     if (!s.loaded) return line + "unavailable: " + s.reason;
-    line +=
-        concat(fs::path(s.path).filename().string(), " (", fs::path(s.path).parent_path().string(),
-               "): ", s.devices.size(), s.devices.size() == 1 ? " device:" : " devices:");
+    line += concat(platform::utf8_string(platform::utf8_path(s.path).filename()), " (",
+                   platform::utf8_string(platform::utf8_path(s.path).parent_path()),
+                   "): ", s.devices.size(), s.devices.size() == 1 ? " device:" : " devices:");
     for (std::size_t i = 0; i < s.devices.size(); ++i)
         line += concat(i == 0 ? " " : "; ", s.devices[i].name, " (", gib(s.devices[i].memory_total),
                        ")");

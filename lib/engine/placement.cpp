@@ -7,6 +7,7 @@
 #include "gguf/gguf.hpp"
 #include "planner/activation_stats.hpp"
 #include "planner/gpu_index.hpp"
+#include "platform/files.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -38,10 +39,10 @@ std::vector<std::vector<float>> frequencies_for(const model& m, const offload_re
         return planner::load_activation_stats(r.stats_path).counts;
     }
     const std::filesystem::path folder =
-        std::filesystem::path(r.model_path).parent_path() / "activation";
+        platform::utf8_path(r.model_path).parent_path() / "activation";
     if (std::filesystem::is_directory(folder)) {
-        source = "PowerInfer statistics " + folder.string();
-        return planner::load_activation_stats(folder.string()).counts;
+        source = "PowerInfer statistics " + platform::utf8_string(folder);
+        return planner::load_activation_stats(platform::utf8_string(folder)).counts;
     }
     source = "calibration over the built-in text";
     return calibrate_activations(m, 1);

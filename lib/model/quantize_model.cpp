@@ -1,7 +1,7 @@
 // Model quantization: plan every tensor first (so that a bad input fails before any work; the
 // plan is PowerInfer's quantize's, get_k_quant_type's mix included), then stream the output: the
 // header goes out first (every size follows from type and shape), then each tensor, converted
-// row-parallel in a oneTBB arena of n_threads a chunk at a time. Memory stays at one chunk whatever
+// row-parallel in a task arena of n_threads a chunk at a time. Memory stays at one chunk whatever
 // the model's size.
 #include "model/quantize_model.hpp"
 
@@ -9,18 +9,14 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <vector>
 
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "gguf/gguf.hpp"
+#include "platform/files.hpp"
+#include "platform/parallel.hpp"
 #include "quant/blocks.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
@@ -238,13 +234,11 @@ const char* type_name(ggml_type t) noexcept {
 
 // Same file, also through a symbolic or hard link: rename() over it would replace the input.
 void refuse_same_file(const std::string& in_path, const std::string& out_path) {
-    struct stat in_st {};
-    struct stat out_st {};
+    std::error_code ec; // a missing output is not the input
     const bool same_name = in_path == out_path;
-    const bool same_inode = ::stat(in_path.c_str(), &in_st) == 0 &&
-                            ::stat(out_path.c_str(), &out_st) == 0 &&
-                            in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino;
-    if (same_name || same_inode)
+    const bool same_file = std::filesystem::equivalent(platform::utf8_path(in_path),
+                                                       platform::utf8_path(out_path), ec);
+    if (same_name || same_file)
         fail(status::invalid_argument, "refusing to write the output over the input model ",
              in_path, " (", out_path, " is the same file)");
 }
@@ -268,16 +262,6 @@ class progress_meter {
     uint64_t done_ = 0;
 };
 
-// Drops input pages from this process once their data is written: they stay in the page cache,
-// but without this the whole input model would count in the quantizer's RSS. The mapping is
-// read-only, so the data stays readable (a later access reads the file again).
-void release_pages(const uint8_t* data, size_t n_bytes) {
-    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(data) + n_bytes;
-    if (n_bytes != 0) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 // Rows [first, last) of t, converted to `to` into out (which holds those rows of the result).
 bool convert_rows(const gguf::tensor_info& t, ggml_type to, int64_t first, int64_t last,
                   uint8_t* out) {
@@ -297,7 +281,7 @@ bool convert_rows(const gguf::tensor_info& t, ggml_type to, int64_t first, int64
 // Converts row-parallel and streams the result, in chunks of about 4M elements: one chunk is
 // all the memory a tensor takes (`scratch`, reused from tensor to tensor, and the chunk's input
 // pages), and progress and cancellation stay responsive on the largest tensors.
-void convert(const gguf::tensor_info& t, ggml_type to, tbb::task_arena& arena,
+void convert(const gguf::tensor_info& t, ggml_type to, platform::task_arena& arena,
              progress_meter& meter, std::vector<uint8_t>& scratch, gguf::tensor_stream& out) {
     const int64_t ne0 = t.ne[0];
     const int64_t n = t.n_elements();
@@ -312,20 +296,19 @@ void convert(const gguf::tensor_info& t, ggml_type to, tbb::task_arena& arena,
         if (scratch.size() < n_bytes) scratch.resize(n_bytes);
         std::atomic<bool> ok = true;
         arena.execute([&] {
-            tbb::parallel_for(tbb::blocked_range<int64_t>(first, last),
-                              [&](const tbb::blocked_range<int64_t>& r) {
-                                  const size_t at =
-                                      static_cast<size_t>(r.begin() - first) * out_row;
-                                  if (!convert_rows(t, to, r.begin(), r.end(), scratch.data() + at))
-                                      ok.store(false);
-                              });
+            platform::parallel_for(first, last, 1, [&](int64_t begin, int64_t end) {
+                const size_t at = static_cast<size_t>(begin - first) * out_row;
+                if (!convert_rows(t, to, begin, end, scratch.data() + at)) ok.store(false);
+            });
         });
         if (!ok.load())
             fail(status::internal, "tensor '", t.name, "': no ", type_name(t.type), " -> ",
                  type_name(to), " conversion");
         out.append(std::span<const uint8_t>(scratch.data(), n_bytes));
-        release_pages(t.data + static_cast<size_t>(first) * in_row,
-                      static_cast<size_t>(last - first) * in_row);
+        // Input pages written out leave this process (they stay in the page cache): without
+        // this the whole input model would count in the quantizer's RSS.
+        platform::release_pages(t.data + static_cast<size_t>(first) * in_row,
+                                static_cast<size_t>(last - first) * in_row);
         meter.advance(static_cast<uint64_t>((last - first) * ne0));
     }
 }
@@ -336,7 +319,7 @@ void copy(const gguf::tensor_info& t, gguf::tensor_stream& out) {
     for (uint64_t at = 0; at < t.n_bytes; at += chunk) {
         const size_t n = static_cast<size_t>(std::min(chunk, t.n_bytes - at));
         out.append(std::span<const uint8_t>(t.data + at, n));
-        release_pages(t.data + at, n);
+        platform::release_pages(t.data + at, n);
     }
 }
 
@@ -424,7 +407,7 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
     }
 
     gguf::tensor_stream out(w, out_path);
-    tbb::task_arena arena(o.n_threads > 0 ? o.n_threads : tbb::task_arena::automatic);
+    platform::task_arena arena(o.n_threads > 0 ? o.n_threads : platform::default_concurrency());
     progress_meter meter(o, total);
     std::vector<uint8_t> scratch;
     size_t n_converted = 0;

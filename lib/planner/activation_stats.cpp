@@ -9,6 +9,7 @@
 
 #include "formats/torch_tensor.hpp"
 #include "gguf/gguf.hpp"
+#include "platform/files.hpp"
 #include "support/error.hpp"
 
 namespace pi::planner {
@@ -90,14 +91,15 @@ void write_activation_stats(const std::string& path, const activation_stats& sta
 activation_stats read_powerinfer_activations(const std::string& dir) {
     std::map<long, std::filesystem::path> files;
     std::error_code ec;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
+    for (std::filesystem::directory_iterator it(platform::utf8_path(dir), ec), end;
+         !ec && it != end; it.increment(ec)) {
+        const std::string name = platform::utf8_string(it->path().filename());
         const long layer = layer_of(name);
         if (layer < 0) continue;
         const auto [pos, added] = files.emplace(layer, it->path());
         if (!added)
-            fail(status::format, dir, ": both ", pos->second.filename().string(), " and ", name,
-                 " claim layer ", layer);
+            fail(status::format, dir, ": both ", platform::utf8_string(pos->second.filename()),
+                 " and ", name, " claim layer ", layer);
     }
     if (ec) fail(status::io, dir, ": cannot list the folder: ", ec.message());
     if (files.empty()) fail(status::format, dir, ": no activation_<layer>.pt files");
@@ -109,8 +111,8 @@ activation_stats read_powerinfer_activations(const std::string& dir) {
             fail(status::format, dir, ": activation_", expected, ".pt is missing (found layer ",
                  layer, ")");
         ++expected;
-        std::vector<float> counts = formats::read_torch_vector(file.string());
-        check_counts(counts, status::format, file.string());
+        std::vector<float> counts = formats::read_torch_vector(platform::utf8_string(file));
+        check_counts(counts, status::format, platform::utf8_string(file));
         stats.counts.push_back(std::move(counts));
     }
     return stats;
@@ -118,7 +120,8 @@ activation_stats read_powerinfer_activations(const std::string& dir) {
 
 activation_stats load_activation_stats(const std::string& path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return read_powerinfer_activations(path);
+    if (std::filesystem::is_directory(platform::utf8_path(path), ec))
+        return read_powerinfer_activations(path);
     return read_activation_stats(path);
 }
 

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "gguf/gguf.hpp"
+#include "platform/files.hpp"
 #include "support/error.hpp"
 #include "support/fnv1a.hpp"
 #include "support/log.hpp"
@@ -157,7 +158,7 @@ std::optional<std::vector<std::vector<int32_t>>> load_gpu_index(const std::strin
         return std::nullopt;
     };
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return reject("no such file");
+    if (!std::filesystem::exists(platform::utf8_path(path), ec)) return reject("no such file");
     gpu_index index;
     try {
         index = read_gpu_index(path);

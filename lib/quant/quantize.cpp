@@ -1,13 +1,15 @@
 // Reference quantizers of the 32-element formats, as ggml-quants.c quantize_row_*_reference
 // computes them when built the way ggml builds itself on x86-64 (docs/quantization.md): GCC
 // fuses x * id + 8.5f (and the like) into one fused multiply-add, so the code is rounded once.
-// That fusion is spelled out with std::fma here and the file is compiled with -ffp-contract=off,
-// so that no other operation is fused and the result does not depend on our compiler's choices.
+// That fusion is spelled out with fused_multiply_add (fused.hpp) here and the file is compiled with
+// -ffp-contract=off, so that no other operation is fused and the result does not depend on our
+// compiler's choices.
 #include "quant/quantize.hpp"
 
 #include <cfloat>
 #include <cmath>
 
+#include "quant/fused.hpp"
 #include "quant/types.hpp"
 
 namespace pi {
@@ -80,8 +82,8 @@ void quantize_row_q4_0(const float* x, block_q4_0* y, int64_t n) noexcept {
         const float id = inverse(d);
         y[i].d = fp32_to_fp16(d);
         for (int64_t j = 0; j < half; ++j) {
-            const uint8_t lo = capped_code(std::fma(x[j], id, 8.5f), 15);
-            const uint8_t hi = capped_code(std::fma(x[half + j], id, 8.5f), 15);
+            const uint8_t lo = capped_code(fused_multiply_add(x[j], id, 8.5f), 15);
+            const uint8_t hi = capped_code(fused_multiply_add(x[half + j], id, 8.5f), 15);
             y[i].qs[j] = static_cast<uint8_t>(lo | hi << 4); // unmasked, as ggml
         }
     }
@@ -96,8 +98,8 @@ void quantize_row_q4_1(const float* x, block_q4_1* y, int64_t n) noexcept {
         y[i].d = fp32_to_fp16(d);
         y[i].m = fp32_to_fp16(r.min);
         for (int64_t j = 0; j < half; ++j) {
-            const uint8_t lo = capped_code(std::fma(x[j] - r.min, id, 0.5f), 15);
-            const uint8_t hi = capped_code(std::fma(x[half + j] - r.min, id, 0.5f), 15);
+            const uint8_t lo = capped_code(fused_multiply_add(x[j] - r.min, id, 0.5f), 15);
+            const uint8_t hi = capped_code(fused_multiply_add(x[half + j] - r.min, id, 0.5f), 15);
             y[i].qs[j] = static_cast<uint8_t>(lo | hi << 4);
         }
     }
@@ -110,7 +112,7 @@ void quantize_row_q5_0(const float* x, block_q5_0* y, int64_t n) noexcept {
         y[i].d = fp32_to_fp16(d);
         uint8_t q[32];
         for (int j = 0; j < 32; ++j)
-            q[j] = capped_code(std::fma(x[j], id, 16.5f), 31);
+            q[j] = capped_code(fused_multiply_add(x[j], id, 16.5f), 31);
         pack_q5(q, y[i]);
     }
 }
@@ -124,7 +126,7 @@ void quantize_row_q5_1(const float* x, block_q5_1* y, int64_t n) noexcept {
         y[i].m = fp32_to_fp16(r.min);
         uint8_t q[32];
         for (int j = 0; j < 32; ++j) // no cap here in ggml: (uint8_t)(x0 + 0.5f)
-            q[j] = x86_low_byte(std::fma(x[j] - r.min, id, 0.5f));
+            q[j] = x86_low_byte(fused_multiply_add(x[j] - r.min, id, 0.5f));
         pack_q5(q, y[i]);
     }
 }

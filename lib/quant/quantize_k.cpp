@@ -1,7 +1,7 @@
 // The K-quant reference quantizers (ggml-quants.c quantize_row_q{2..6}_K_reference, QK_K = 256,
 // without an importance matrix), float operation for float operation as ggml's x86-64 build
 // computes them (docs/quantization.md). Compiled with -ffp-contract=off; the multiply-adds that
-// build fuses are std::fma here and in quantize_k_search.cpp.
+// build fuses are fused_multiply_add (fused.hpp) here and in quantize_k_search.cpp.
 //
 // Every super-block first fits each sub-block's own scale (and minimum), then stores those
 // scales quantized against the super-block's binary16 d (and dmin), and finally requantizes the
@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "quant/fused.hpp"
 #include "quant/quantize.hpp"
 #include "quant/quantize_k_search.hpp"
 #include "quant/types.hpp"
@@ -152,7 +153,7 @@ PI_QUANT_FMA_CLONES void quantize_row_q2_k(const float* x, block_q2_k* y, int64_
             const float dmin = fp16_to_fp32(b.dmin);
             const auto m = static_cast<float>(b.scales[j] >> 4);
             for (int ii = 0; ii < 16; ++ii) {
-                const float v = std::fma(dmin, m, x[16 * j + ii]); // x + dmin * m, fused
+                const float v = fused_multiply_add(dmin, m, x[16 * j + ii]); // x + dmin * m, fused
                 L[16 * j + ii] = static_cast<uint8_t>(clamp_int(nearest_int(v / d), 0, 3));
             }
         }

@@ -1,6 +1,8 @@
 // The K-quant scale searches. Compiled with -ffp-contract=off: every fused multiply-add of
-// ggml's build is an explicit std::fma below, and no other operation may be fused.
+// ggml's build is an explicit fused_multiply_add (fused.hpp) below, and no other operation may be
+// fused.
 #include "quant/quantize_k_search.hpp"
+#include "quant/fused.hpp"
 
 #include <algorithm>
 
@@ -44,21 +46,21 @@ PI_QUANT_FMA_CLONES float fit_symmetric(int n, int nmax, const float* x, int8_t*
         L[i] = static_cast<int8_t>(l + nmax);
         const float w = x[i] * x[i];
         const float fl = static_cast<float>(l);
-        sumlx = std::fma(w * x[i], fl, sumlx);
-        suml2 = std::fma(w * fl, fl, suml2);
+        sumlx = fused_multiply_add(w * x[i], fl, sumlx);
+        suml2 = fused_multiply_add(w * fl, fl, suml2);
     }
     float scale = sumlx / suml2;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
-        iscale = -std::fma(static_cast<float>(is), 0.1f, fnmax) / max;
+        iscale = -fused_multiply_add(static_cast<float>(is), 0.1f, fnmax) / max;
         sumlx = suml2 = 0.0f;
         for (int i = 0; i < n; ++i) {
             const int l = clamp_int(nearest_int_of_product(iscale, x[i]), -nmax, nmax - 1);
             const float w = x[i] * x[i];
             const float fl = static_cast<float>(l);
-            sumlx = std::fma(w * x[i], fl, sumlx);
-            suml2 = std::fma(w * fl, fl, suml2);
+            sumlx = fused_multiply_add(w * x[i], fl, sumlx);
+            suml2 = fused_multiply_add(w * fl, fl, suml2);
         }
         if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; ++i) {
@@ -88,8 +90,8 @@ PI_QUANT_FMA_CLONES float fit_symmetric_refined(int n, int nmax, const float* x,
         L[i] = static_cast<int8_t>(l);
         const float w = x[i] * x[i];
         const float fl = static_cast<float>(l);
-        sumlx = std::fma(w * x[i], fl, sumlx);
-        suml2 = std::fma(w * fl, fl, suml2);
+        sumlx = fused_multiply_add(w * x[i], fl, sumlx);
+        suml2 = fused_multiply_add(w * fl, fl, suml2);
     }
     // Move one code at a time to where the fit of the others puts it, while the fit improves.
     for (int round = 0; round < 5; ++round) {
@@ -98,14 +100,14 @@ PI_QUANT_FMA_CLONES float fit_symmetric_refined(int n, int nmax, const float* x,
             const float w = x[i] * x[i];
             const float wx = x[i] * w;
             const float li = static_cast<float>(L[i]);
-            float slx = std::fma(-wx, li, sumlx);
+            float slx = fused_multiply_add(-wx, li, sumlx);
             if (!(slx > 0.0f)) continue;
-            float sl2 = std::fma(-(w * li), li, suml2);
+            float sl2 = fused_multiply_add(-(w * li), li, suml2);
             const int new_l = clamp_int(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
             if (new_l == L[i]) continue;
             const float fl = static_cast<float>(new_l);
-            slx = std::fma(wx, fl, slx);
-            sl2 = std::fma(w * fl, fl, sl2);
+            slx = fused_multiply_add(wx, fl, slx);
+            sl2 = fused_multiply_add(w * fl, fl, sl2);
             if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
                 L[i] = static_cast<int8_t>(new_l);
                 sumlx = slx;
@@ -131,7 +133,7 @@ PI_QUANT_FMA_CLONES float fit_scale_min(int n, int nmax, const float* x, const f
         if (x[i] < min) min = x[i];
         if (x[i] > max) max = x[i];
         sum_w += weights[i];
-        sum_x = std::fma(weights[i], x[i], sum_x);
+        sum_x = fused_multiply_add(weights[i], x[i], sum_x);
     }
     if (min > 0.0f) min = 0.0f;
     if (max == min) {
@@ -143,9 +145,9 @@ PI_QUANT_FMA_CLONES float fit_scale_min(int n, int nmax, const float* x, const f
     const auto error_of = [&](float scale, float offset, const uint8_t* codes) {
         float err = 0.0f;
         for (int i = 0; i < n; ++i) {
-            float diff = std::fma(scale, static_cast<float>(codes[i]), offset) - x[i];
+            float diff = fused_multiply_add(scale, static_cast<float>(codes[i]), offset) - x[i];
             diff = use_mad ? std::fabs(diff) : diff * diff;
-            err = std::fma(weights[i], diff, err);
+            err = fused_multiply_add(weights[i], diff, err);
         }
         return err;
     };
@@ -155,7 +157,7 @@ PI_QUANT_FMA_CLONES float fit_scale_min(int n, int nmax, const float* x, const f
         L[i] = static_cast<uint8_t>(clamp_int(nearest_int_of_product(iscale, x[i] - min), 0, nmax));
     float best_error = error_of(scale, min, L);
     for (int is = 0; is <= nstep; ++is) {
-        iscale = (std::fma(rdelta, static_cast<float>(is), rmin) + fnmax) / (max - min);
+        iscale = (fused_multiply_add(rdelta, static_cast<float>(is), rmin) + fnmax) / (max - min);
         float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
         for (int i = 0; i < n; ++i) {
             const int l = clamp_int(nearest_int_of_product(iscale, x[i] - min), 0, nmax);
@@ -163,14 +165,14 @@ PI_QUANT_FMA_CLONES float fit_scale_min(int n, int nmax, const float* x, const f
             const float fl = static_cast<float>(l);
             const float wl = weights[i] * fl;
             sum_l += wl;
-            sum_l2 = std::fma(fl, wl, sum_l2);
-            sum_xl = std::fma(x[i], wl, sum_xl);
+            sum_l2 = fused_multiply_add(fl, wl, sum_l2);
+            sum_xl = fused_multiply_add(x[i], wl, sum_xl);
         }
         // Least squares for scale and offset together, as ggml: D is the system's determinant.
-        const float D = std::fma(sum_w, sum_l2, -(sum_l * sum_l));
+        const float D = fused_multiply_add(sum_w, sum_l2, -(sum_l * sum_l));
         if (!(D > 0.0f)) continue;
-        float this_scale = std::fma(-sum_x, sum_l, sum_xl * sum_w) / D;
-        float this_min = std::fma(sum_x, sum_l2, -(sum_l * sum_xl)) / D;
+        float this_scale = fused_multiply_add(-sum_x, sum_l, sum_xl * sum_w) / D;
+        float this_min = fused_multiply_add(sum_x, sum_l2, -(sum_l * sum_xl)) / D;
         if (this_min > 0.0f) {
             this_min = 0.0f;
             this_scale = sum_xl / sum_l2;

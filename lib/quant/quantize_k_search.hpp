@@ -2,18 +2,20 @@
 // The scale searches of ggml's K-quant reference quantizers (ggml-quants.c make_qx_quants,
 // make_q3_quants, make_qkx2_quants), for quantize_k.cpp. Each reproduces the float operations of
 // ggml's x86-64 build one for one, including which multiply-adds GCC fuses
-// (docs/quantization.md); std::fma marks each fused one.
+// (docs/quantization.md); fused_multiply_add (fused.hpp) marks each fused one.
 #include <bit>
 #include <cmath>
 #include <cstdint>
 
-// The quantizers' fused multiply-adds are std::fma, exact whatever the CPU; without FMA
-// instructions in the build's baseline each is a libm call, which makes the K-quant searches
-// about four times slower. On x86-64 with GCC or Clang the hot functions are therefore also
-// compiled for FMA and picked at load time (same results, bit for bit): PI_QUANT_FMA_CLONES on
-// their definitions. Not under ThreadSanitizer: the compiler instruments the clones' ifunc
-// resolver, which the dynamic loader runs before the sanitizer's runtime is initialised, and
-// the program crashes at load time (docs/sanitizers.md).
+#include "quant/fused.hpp"
+
+// The quantizers' fused multiply-adds are std::fma (a portable one on mingw-w64), exact whatever
+// the CPU; without FMA instructions in the build's baseline each is a libm call, which makes the
+// K-quant searches about four times slower. On x86-64 with GCC or Clang the hot functions are
+// therefore also compiled for FMA and picked at load time (same results, bit for bit):
+// PI_QUANT_FMA_CLONES on their definitions. Not under ThreadSanitizer: the compiler instruments the
+// clones' ifunc resolver, which the dynamic loader runs before the sanitizer's runtime is
+// initialised, and the program crashes at load time (docs/sanitizers.md).
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define PI_QUANT_UNDER_TSAN 1
@@ -39,7 +41,7 @@ inline int nearest_int(float v) noexcept {
 
 // nearest_int(a * b) where ggml's build fuses the product into the rounding addition.
 inline int nearest_int_of_product(float a, float b) noexcept {
-    const int32_t bits = std::bit_cast<int32_t>(std::fma(a, b, 12582912.0f));
+    const int32_t bits = std::bit_cast<int32_t>(fused_multiply_add(a, b, 12582912.0f));
     return (bits & 0x007fffff) - 0x00400000;
 }
 

@@ -1,7 +1,5 @@
 #include "synthetic/calibration.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -13,6 +11,8 @@
 #include "engine/context.hpp"
 #include "gguf/gguf.hpp"
 #include "model/model.hpp"
+#include "platform/files.hpp"
+#include "platform/system.hpp"
 #include "support/error.hpp"
 #include "synthetic/gguf_output.hpp"
 
@@ -22,12 +22,12 @@ namespace {
 // Removes the probe file however the run ends.
 struct removed_at_exit {
     std::string path;
-    ~removed_at_exit() { std::remove(path.c_str()); }
+    ~removed_at_exit() { platform::remove_file(path); }
 };
 
 std::string unique_probe_path(const std::string& out_path) {
     static std::atomic<uint64_t> serial{0};
-    return concat(out_path, ".calibration.", ::getpid(), ".", serial.fetch_add(1));
+    return concat(out_path, ".calibration.", platform::process_id(), ".", serial.fetch_add(1));
 }
 
 // The engine splits rows across threads, so its results, and the files, do not depend on this.

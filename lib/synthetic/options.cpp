@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "platform/files.hpp"
 #include "quant/types.hpp"
 #include "synthetic/construction.hpp"
 #include "synthetic/family.hpp"
@@ -46,7 +47,7 @@ void validate(const synth_options& o) {
                    " for opt: the calibration sequences take that many learned positions");
     if (o.vocab_path.empty()) bad_option("vocab_path is empty");
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(o.vocab_path, ec))
+    if (!std::filesystem::is_regular_file(platform::utf8_path(o.vocab_path), ec))
         bad_option("vocab_path '", o.vocab_path, "' is not a readable file");
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "../test_env.hpp"
 #include "api_test_data.hpp"
 #include "powerinfer.h"
 
@@ -248,10 +249,10 @@ TEST_CASE("the log callback receives warnings") {
             if (level >= PI_LOG_WARN) ++*static_cast<std::atomic<int>*>(u);
         },
         &warnings);
-    setenv("LLAMA_SPARSE_PRED_THRESHOLD", "not-a-number", 1);
+    pi::test::set_env("LLAMA_SPARSE_PRED_THRESHOLD", "not-a-number");
     pi_model* m = nullptr;
     CHECK(pi_model_load(tiny_model().c_str(), nullptr, &m) == PI_OK);
-    unsetenv("LLAMA_SPARSE_PRED_THRESHOLD");
+    pi::test::unset_env("LLAMA_SPARSE_PRED_THRESHOLD");
     pi_log_set(nullptr, nullptr);
     pi_model_free(m);
     CHECK(warnings.load() >= 1);

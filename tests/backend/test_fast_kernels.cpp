@@ -9,6 +9,7 @@
 // Attention outputs are convex combinations of V values in [-1, 1]: 1e-5 absolute.
 #include "backend_test_util.hpp"
 
+#include "../test_env.hpp"
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -104,13 +105,13 @@ TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown level
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
 
     // The environment override lowers AUTO's choice, never raises it above the CPU.
-    REQUIRE(setenv("POWERINFER_CPU_KERNELS", "scalar", 1) == 0);
+    REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "scalar") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == "cpu (scalar)");
-    REQUIRE(setenv("POWERINFER_CPU_KERNELS", "avx512", 1) == 0);
+    REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "avx512") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
-    REQUIRE(setenv("POWERINFER_CPU_KERNELS", "bogus", 1) == 0);
+    REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "bogus") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
-    REQUIRE(unsetenv("POWERINFER_CPU_KERNELS") == 0);
+    REQUIRE(pi::test::unset_env("POWERINFER_CPU_KERNELS") == 0);
     if (levels.empty())
         MESSAGE("no fast kernel level on this machine: only the scalar kernels run");
 }

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_env.hpp"
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -24,13 +25,13 @@ class scoped_env {
   public:
     scoped_env(const char* name, const char* value) : name_(name) {
         if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value, 1);
+        pi::test::set_env(name, value);
     }
     ~scoped_env() {
         if (old_)
-            setenv(name_, old_->c_str(), 1);
+            pi::test::set_env(name_, old_->c_str());
         else
-            unsetenv(name_);
+            pi::test::unset_env(name_);
     }
     scoped_env(const scoped_env&) = delete;
     scoped_env& operator=(const scoped_env&) = delete;

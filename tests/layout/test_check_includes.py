@@ -15,6 +15,7 @@ TREE = {
     "lib/api/api.cpp": '#include "powerinfer.h"\n',
     "lib/support/error.hpp": "#pragma once\n",
     "lib/quant/types.hpp": "#pragma once\n",
+    "lib/platform/system.hpp": "#pragma once\n",
     "lib/engine/engine.cpp": (
         '#include "support/error.hpp"\n'
         '#include "pib_backend.h"\n'
@@ -31,6 +32,7 @@ TREE = {
         '#include "cpu_backend.h"\n'
         '#include "quant/types.hpp"\n'
         '#include "../../lib/quant/types.hpp"\n'
+        '#include "platform/system.hpp"\n'
         '#include "support/error.hpp" // violates rule c\n'
         '#include "../../lib/engine/engine.cpp" // violates rule c\n'
         '#include "powerinfer.h" // violates rule a\n'

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "../test_env.hpp"
 #include "gguf/gguf.hpp"
 #include "model/model.hpp"
 #include "quant/types.hpp"
@@ -102,13 +103,13 @@ TEST_CASE("the sparse threshold comes from the file, then the environment, then 
         find_key(e, "powerinfer.sparse_threshold")->data = 0.25;
     });
     CHECK(model::load(path, load_options{})->sparse_threshold() == doctest::Approx(0.25f));
-    setenv("LLAMA_SPARSE_PRED_THRESHOLD", "0.5", 1);
+    pi::test::set_env("LLAMA_SPARSE_PRED_THRESHOLD", "0.5");
     CHECK(model::load(path, load_options{})->sparse_threshold() == doctest::Approx(0.5f));
     load_options o;
     o.override_threshold = true;
     o.sparse_threshold = -1.0f;
     CHECK(model::load(path, o)->sparse_threshold() == doctest::Approx(-1.0f));
-    unsetenv("LLAMA_SPARSE_PRED_THRESHOLD");
+    pi::test::unset_env("LLAMA_SPARSE_PRED_THRESHOLD");
 }
 
 TEST_CASE("a missing tensor is a format error naming it") {

@@ -370,6 +370,7 @@ TEST_CASE("a file of alignment 64 keeps it") {
     CHECK(q->find_tensor("token_embd.weight")->type == ggml_type::q8_0);
 }
 
+#if !defined(_WIN32) // symbolic links need a privilege on Windows
 TEST_CASE("the input is never the output: same path, symbolic link or hard link") {
     const std::string dir = pi::test::scratch_dir("quantize_model_same_file");
     const log_capture logs;
@@ -393,6 +394,7 @@ TEST_CASE("the input is never the output: same path, symbolic link or hard link"
     CHECK(file_bytes(in) == before);
     CHECK(fs::is_symlink(sym));
 }
+#endif
 
 TEST_CASE("cancelling from the progress callback leaves no output; progress rises to 1") {
     const std::string dir = pi::test::scratch_dir("quantize_model_cancel");

@@ -17,7 +17,9 @@
 #include "support/error.hpp"
 #include "support/test_support.hpp"
 
+#if !defined(_WIN32)
 #include <sys/resource.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PI_TEST_UNDER_ASAN 1
@@ -145,6 +147,7 @@ TEST_CASE("tensor_stream: too much, too little or missing data fails and leaves 
     }
 }
 
+#if !defined(_WIN32) // RLIMIT_FSIZE and SIGXFSZ are POSIX
 // A write that fails (here: past RLIMIT_FSIZE) names the output file and the tensor, and the
 // temporary file goes.
 TEST_CASE("a failed write names the file and the tensor and leaves nothing") {
@@ -187,6 +190,7 @@ TEST_CASE("a failed write names the file and the tensor and leaves nothing") {
     CHECK(message.find("in tensor 'blk.1.ffn_up.weight'") != std::string::npos);
     CHECK(entries(out_dir) == 0);
 }
+#endif
 
 // The bound: a model of 32 tensors, each 1M F16 elements, to F32 (4 MiB per output tensor,
 // 128 MiB in all). Holding the outputs passes 128 MiB, keeping the mapped input resident 64 MiB;

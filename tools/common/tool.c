@@ -1,12 +1,11 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime in strict C99 */
-
 #include "tool.h"
+
+#include "platform/console.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 static void note(const char* format, va_list args) {
     fprintf(stderr, "%s: ", tool_name);
@@ -41,7 +40,7 @@ void tool_log_to_stderr(pi_log_level level, const char* message, void* user_data
 }
 
 char* tool_read_file(const char* path, size_t* len) {
-    FILE* f = fopen(path, "rb");
+    FILE* f = platform_fopen(path, "rb");
     if (!f) return NULL;
     errno = 0; /* so that a read error which sets none is still told apart below */
     size_t cap = 1 << 16, used = 0, n;
@@ -77,7 +76,5 @@ char* tool_read_file(const char* path, size_t* len) {
 }
 
 double tool_seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+    return platform_seconds();
 }

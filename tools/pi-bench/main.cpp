@@ -1,6 +1,4 @@
 // pi-bench: llama-bench-style benchmark of libpowerinfer through its public API (bench/README.md).
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -8,6 +6,7 @@
 
 #include "bandwidth.hpp"
 #include "options.hpp"
+#include "platform/console.h"
 #include "powerinfer.h"
 #include "report.hpp"
 #include "runner.hpp"
@@ -28,7 +27,7 @@ constexpr double probe_min_seconds = 2.0;
 
 // Progress lines only for a person watching; scripts see nothing but the one-line error.
 bool show_progress() {
-    return isatty(fileno(stderr)) != 0;
+    return platform_is_terminal(stderr) != 0;
 }
 
 int fail(const std::string& reason) {

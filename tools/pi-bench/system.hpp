@@ -6,6 +6,9 @@
 
 namespace pi::bench {
 
+// The machine facts a report records, from lib/platform (docs/platform.md says what each OS
+// gives).
+
 // "model name" from /proc/cpuinfo (or the best equivalent); "unknown" when absent.
 std::string cpu_model_name();
 
@@ -19,7 +22,8 @@ size_t last_level_cache_bytes();
 // (peak_rss_bytes() then covers the whole process lifetime).
 bool reset_peak_rss();
 
-// Peak resident set size in bytes (VmHWM, else getrusage's ru_maxrss).
+// Peak resident set size in bytes (VmHWM, else getrusage's ru_maxrss; the peak working set on
+// Windows).
 uint64_t peak_rss_bytes();
 
 // The 1, 5 and 15 minute load averages from /proc/loadavg ("" when unavailable): other work

@@ -1,10 +1,10 @@
 /* pi-quantize: convert a F32/F16 PowerInfer GGUF model to a ggml quantization format
  * (docs/quantization.md). */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "platform/console.h"
 #include "powerinfer.h"
 #include "tool.h"
 #include "tool_args.h"
@@ -56,8 +56,8 @@ static int on_progress(float progress, void* user_data) {
 }
 
 static double mib(const char* path) {
-    struct stat st;
-    return stat(path, &st) == 0 ? (double)st.st_size / (1024.0 * 1024.0) : 0.0;
+    const int64_t size = platform_file_size(path);
+    return size >= 0 ? (double)size / (1024.0 * 1024.0) : 0.0;
 }
 
 /* The positional arguments, IN, OUT and TYPE, go to files[0..2]. */
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     const char *in = files[0], *out = files[1];
     p.type = files[2];
 
-    bar b = {isatty(fileno(stderr)), -1};
+    bar b = {platform_is_terminal(stderr), -1};
     p.progress = on_progress;
     p.progress_user_data = &b;
     signal(SIGINT, on_interrupt);

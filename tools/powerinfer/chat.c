@@ -1,5 +1,3 @@
-#define _POSIX_C_SOURCE 200809L /* getline, sigaction, isatty */
-
 #include "chat.h"
 
 #include <errno.h>
@@ -8,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "platform/console.h"
 #include "tool.h"
 
 /* A growing byte string. */
@@ -229,19 +227,15 @@ int chat_run(pi_model* model, pi_context* ctx, const chat_options* o,
     gp.n_keep = o->keep >= 0 ? o->keep : system_tokens(model, tmpl, &t);
 
     g_ctx = ctx;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_sigint; /* no SA_RESTART: Ctrl-C at the prompt ends the read */
-    struct sigaction previous;
-    sigaction(SIGINT, &action, &previous);
+    platform_interrupt_catch(on_sigint); /* Ctrl-C at the prompt ends the read */
 
-    const int echo = !isatty(fileno(stdin)); /* a piped conversation still reads as one */
+    const int echo = !platform_is_terminal(stdin); /* a piped conversation still reads as one */
     char* line = NULL;
     size_t line_cap = 0;
     for (int turn = 1; status == 0; ++turn) {
         fputs("> ", stdout);
         fflush(stdout);
-        const ssize_t n = getline(&line, &line_cap, stdin);
+        const long n = platform_read_line(&line, &line_cap, stdin);
         if (n < 0) {
             fputc('\n', stdout);
             if (ferror(stdin) && errno != EINTR)
@@ -283,7 +277,7 @@ int chat_run(pi_model* model, pi_context* ctx, const chat_options* o,
         if (result.stop_reason == PI_STOP_CONTEXT_FULL)
             tool_note("the context is full (-c, or --context-shift to go on)");
     }
-    sigaction(SIGINT, &previous, NULL);
+    platform_interrupt_restore();
     free(line);
     free(rendered.data);
     free(answer.data);

@@ -1,0 +1,36 @@
+#pragma once
+// Facts about the machine and the process.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pi::platform {
+
+std::size_t page_size() noexcept;
+
+// Installed and currently available RAM in bytes; 0 when the OS does not say.
+std::size_t physical_ram() noexcept;
+std::size_t available_ram() noexcept;
+
+// Logical CPUs this process may run on (at least 1).
+unsigned logical_cpus() noexcept;
+
+long process_id() noexcept;
+
+// The CPU's marketing name; "unknown" when the OS does not say.
+std::string cpu_model_name();
+
+// Size of the largest CPU cache in bytes; 0 when unknown.
+std::size_t last_level_cache_bytes();
+
+// Starts a new peak-RSS window (the high-water mark lowered to the current RSS); false where the
+// OS cannot, and peak_rss_bytes() then covers the whole process lifetime.
+bool reset_peak_rss();
+
+// Peak resident set size (working set on Windows) in bytes; 0 when unknown.
+uint64_t peak_rss_bytes();
+
+// The 1, 5 and 15 minute load averages, "" where the OS has none.
+std::string load_average();
+
+} // namespace pi::platform
