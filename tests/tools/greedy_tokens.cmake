@@ -4,11 +4,13 @@
 #         ["-DEMULATOR=<runner|args>"] -P greedy_tokens.cmake
 # EMULATOR ('|'-separated) runs a cross-compiled CLI (CMAKE_CROSSCOMPILING_EMULATOR). With
 # -DUPDATE=1 the output is written to EXPECT instead (on x86-64 only: the golden is its output).
+# 20 tokens: on the Q4_0 fixture the x86 levels agree that far (AVX2 parts from AVX-512 and the
+# scalar kernels after about 24), so the golden holds at every level.
 cmake_minimum_required(VERSION 3.25)
 
 string(REPLACE "|" ";" emulator "${EMULATOR}")
 execute_process(
-  COMMAND ${emulator} ${POWERINFER} -m ${MODEL} -p "In the beginning God created" -n 32
+  COMMAND ${emulator} ${POWERINFER} -m ${MODEL} -p "In the beginning God created" -n 20
           --temp 0 -t 2 -s 1
   RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 if(NOT rc EQUAL 0)
