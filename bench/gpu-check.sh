@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with an NVIDIA GPU (CUDA at /usr/local/cuda),
 #   1. build a Release tree with the CUDA module for this GPU's architecture,
-#   2. run the backend conformance suite with the GPU as the backend under test,
+#   2. run the backend conformance suite with the GPU as the backend under test (version 5's
+#      transfer stream included),
 #   3. check hybrid inference: the hybrid_* tests, and greedy generation with the dense blocks,
-#      KV cache and hot FFN neurons on the GPU at VRAM budgets of 100% and 40% of the model
-#      against CPU-only generation (the same text is expected),
-#   4. run pi-bench CPU-only and at those two budgets (sparse mode), in one run.
+#      KV cache and 0%, 25%, 50% and 100% of the FFN on the GPU against CPU-only generation
+#      (the same text is expected) on a synthetic model with 7B-shaped layers,
+#   4. run pi-bench CPU-only and at those four budgets (sparse mode, 512-token prompts, CPU
+#      threads = physical cores), and summarise it against the issue's targets: hybrid decode at
+#      50% of the FFN >= 3x CPU-only, a 512-token prompt all on the GPU >= 20x CPU-only, full
+#      offload decode >= 60% of the GPU's bandwidth for the bytes a sparse token reads (with
+#      PI_GPU_BANDWIDTH_GBS), and what crosses the bus per token and who waited (docs/hybrid.md).
 # Each step ends with one line "<step>: run, ok", "<step>: run, FAILED" or "<step>: absent
 # (<why>)"; a summary repeats them. The script fails when a step that ran failed, or when the
-# GPU itself is not usable.
+# GPU itself is not usable. The targets are reported, not enforced.
 #
 #   bench/gpu-check.sh [BUILD_DIR]          (default: build-gpucheck)
 #
@@ -16,11 +21,15 @@
 #   PI_JOBS                         build parallelism (default: nproc)
 #   POWERINFER_CUDA_ARCHITECTURES   CUDA architectures to build (default: this GPU's, from
 #                                   nvidia-smi; else the project's list)
-#   PI_GPU_CHECK_MODEL              model for steps 3 and 4 (default: a synthetic F16 model made
-#                                   by pi-make-model with the layers of a 1.1B Llama, over
-#                                   the vocabulary PI_GPU_CHECK_VOCAB names)
+#   PI_GPU_CHECK_MODEL              model for steps 3 and 4 (default: a synthetic F16 sparse model
+#                                   made by pi-make-model with Llama-7B layers, n_embd 4096, n_ff
+#                                   11008, 32 heads, over the vocabulary PI_GPU_CHECK_VOCAB names)
+#   PI_GPU_CHECK_LAYERS             layers of that model (default 8, about 3.4 GB, so that the
+#                                   whole check fits in ten minutes; 32 for the full 7B)
 #   PI_GPU_CHECK_VOCAB              vocabulary-only GGUF of that model (default: the fixture's,
 #                                   tests/data/relu-llama-kjv.vocab.gguf, 4096 tokens)
+#   PI_GPU_CHECK_THREADS            CPU threads (default: physical cores, from lscpu)
+#   PI_GPU_BANDWIDTH_GBS            the GPU's memory bandwidth in GB/s, for the bandwidth target
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -110,71 +119,144 @@ else
     report "hybrid tests" "absent (no CTest test named hybrid_*)"
 fi
 
+threads=${PI_GPU_CHECK_THREADS:-}
+if [[ -z $threads ]] && command -v lscpu >/dev/null; then
+    threads=$(lscpu -p=core,socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+fi
+[[ $threads =~ ^[1-9][0-9]*$ ]] || threads=$(nproc)
+echo "CPU threads: $threads"
+
 model=${PI_GPU_CHECK_MODEL:-}
 if [[ -z $model ]] && [[ -x $build/tools/pi-make-model/pi-make-model ]]; then
     vocab=${PI_GPU_CHECK_VOCAB:-$PWD/tests/data/relu-llama-kjv.vocab.gguf}
-    model=$build/gpu-check-model.gguf
+    layers=${PI_GPU_CHECK_LAYERS:-8}
+    model=$build/gpu-check-7b-${layers}l.gguf
     if [[ ! -f $model ]] && [[ -f $vocab ]]; then
-        "$build/tools/pi-make-model/pi-make-model" -o "$model" --vocab "$vocab" --f16 \
-            --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 --n-ff 5632 --seed 1 || rm -f "$model"
+        start=$SECONDS
+        "$build/tools/pi-make-model/pi-make-model" -o "$model" --vocab "$vocab" --f16 --sparse \
+            --n-embd 4096 --n-layer "$layers" --n-head 32 --n-ff 11008 --seed 1 || rm -f "$model"
+        echo "made $model in $((SECONDS - start)) s"
     fi
 fi
-budget_full=""
-budget_part=""
+
+# VRAM budgets in GiB for 0, 25, 50 and 100% of the FFN: everything but the FFN (the file less
+# its F16 up, gate and down_t rows and the token embedding, which stays on the host), the KV
+# cache of the runs below and the device's scratch for 512-token batches (the activations of
+# lib/engine/arena.cpp with every neuron of a layer hot) with 8 MiB for alignment, plus that
+# share of the FFN. The planner reports the share it placed (pi-bench's hot_fraction).
+fractions=(0 25 50 100)
+budgets=()
+n_ctx=600 # a 512-token prompt and the generated tokens
 if [[ -n $model && -f $model ]]; then
-    # GiB: the whole file (every hot neuron fits) and 40% of it.
-    read -r budget_full budget_part < <(awk -v b="$(stat -c %s "$model")" \
-        'BEGIN { g = b / 1073741824; printf "%.3f %.3f\n", g * 1.05, g * 0.4 }')
-    echo "model $model; VRAM budgets ${budget_full} GiB (100%) and ${budget_part} GiB (40%)"
+    info=$("$build/tools/pi-bench/pi-bench" -m "$model" -p 0 -n 1 -r 1 --warmup 0 --modes sparse \
+        --no-bandwidth -t "$threads" --offload-device none --json 2>/dev/null |
+        python3 -c 'import json,sys; m=json.load(sys.stdin)["runs"][0]["model"]; print(m["n_layer"], m["n_embd"], m["n_ff"], m["n_vocab"], m["n_head"], m["n_head_kv"], m["file_size"])' 2>/dev/null)
+    if read -r L d ff V nh nkv size <<<"$info" && [[ -n ${size:-} ]]; then
+        for f in "${fractions[@]}"; do
+            budgets+=("$(awk -v L="$L" -v d="$d" -v ff="$ff" -v V="$V" -v nh="$nh" -v nkv="$nkv" \
+                -v size="$size" -v f="$f" -v ctx="$n_ctx" 'BEGIN {
+                    ffn = L * 3 * d * ff * 2; embd = V * d * 2
+                    kv = 2 * L * ctx * d / nh * nkv * 2 + L * ctx * 4
+                    rank = 2 * ((d / 16 > 8 ? int(d / 16) : 8) + 1)
+                    scratch = 4 * 512 * (8 * d + 5 * ff + rank + L) + 4 * 16 * (V + d)
+                    rest = size - ffn - embd + kv + scratch + 8 * 1048576
+                    printf "%.3f", (rest + ffn * f / 100) / 1073741824 }')")
+        done
+        echo "model $model (n_layer $L); VRAM budgets ${budgets[*]} GiB for ${fractions[*]}% of the FFN"
+    else
+        echo "could not read the model's shape with pi-bench and python3"
+    fi
 fi
 
 cli=$build/tools/powerinfer/powerinfer
-if [[ -z $budget_full ]]; then
-    report "hybrid generation" "absent (no model: set PI_GPU_CHECK_MODEL or provide the vocabulary)"
+if ((${#budgets[@]} == 0)); then
+    report "hybrid generation" "absent (no model: set PI_GPU_CHECK_MODEL or provide the vocabulary; python3 reads pi-bench's JSON)"
 elif [[ ! -x $cli ]]; then
     report "hybrid generation" "absent (the powerinfer CLI was not built)"
 else
-    gen() { "$cli" -m "$model" -p "Once upon a time" -n 32 --temp 0 -s 1 -c 256 "$@"; }
+    gen() { "$cli" -m "$model" -p "Once upon a time" -n 32 --temp 0 -s 1 -c 256 -t "$threads" "$@"; }
     if ! want=$(gen --offload-device none 2>/dev/null); then
         report "hybrid generation" "run, FAILED"
     else
-        for budget in "$budget_full" "$budget_part"; do
+        for k in "${!budgets[@]}"; do
+            budget=${budgets[$k]}
             got=$(gen --offload-device cuda --vram-budget "$budget" --reset-gpu-index 2>"$build/gen.err")
             rc=$?
             cat "$build/gen.err"
             if ((rc == 0)) && grep -q ' on cuda' "$build/gen.err" && [[ $got == "$want" ]]; then
-                report "hybrid generation at $budget GiB" "run, ok"
+                report "hybrid generation at ${fractions[$k]}% of the FFN ($budget GiB)" "run, ok"
             else
                 printf 'CPU only: %s\nwith GPU: %s\n' "$want" "$got"
-                report "hybrid generation at $budget GiB" "run, FAILED"
+                report "hybrid generation at ${fractions[$k]}% of the FFN ($budget GiB)" "run, FAILED"
             fi
         done
     fi
 fi
 
 # ---------------------------------------------------------------- 4. pi-bench
-section "pi-bench at VRAM budgets of 100% and 40%"
+section "pi-bench CPU-only and at 0, 25, 50 and 100% of the FFN on the GPU"
 bench=$build/tools/pi-bench/pi-bench
-if [[ -z $budget_full ]]; then
+results=()
+if ((${#budgets[@]} == 0)); then
     report "pi-bench" "absent (no model)"
 elif [[ ! -x $bench ]]; then
     report "pi-bench" "absent (pi-bench was not built)"
-elif ! "$bench" --help 2>&1 | grep -q -- '--vram-budget'; then
-    report "pi-bench" "absent (pi-bench has no --vram-budget option)"
 else
-    if "$bench" -m "$model" -p 64 -n 32 -r 3 -t "$(nproc)" --modes sparse --offload-device none; then
-        report "pi-bench CPU only" "run, ok"
-    else
-        report "pi-bench CPU only" "run, FAILED"
-    fi
-    for budget in "$budget_full" "$budget_part"; do
-        if "$bench" -m "$model" -p 64 -n 32 -r 3 -t "$(nproc)" --modes sparse --offload-device cuda \
-            --vram-budget "$budget"; then
-            report "pi-bench at $budget GiB" "run, ok"
+    run_bench() { # NAME ARGS...: one JSON document per run, and its markdown on the terminal
+        local name=$1
+        shift
+        local json=$build/gpu-check-$name.json
+        if "$bench" -m "$model" -p 512 -n 64 -r 2 -t "$threads" -c "$n_ctx" --modes sparse \
+            --no-bandwidth --json "$@" >"$json"; then
+            report "pi-bench $name" "run, ok"
+            results+=("$name=$json")
         else
-            report "pi-bench at $budget GiB" "run, FAILED"
+            report "pi-bench $name" "run, FAILED"
         fi
+    }
+    run_bench cpu --offload-device none
+    for k in "${!budgets[@]}"; do
+        run_bench "gpu${fractions[$k]}" --offload-device cuda --vram-budget "${budgets[$k]}"
     done
+    if ((${#results[@]} > 0)) && command -v python3 >/dev/null; then
+        section "Against the targets (docs/hybrid.md)"
+        python3 - "${PI_GPU_BANDWIDTH_GBS:-}" "${results[@]}" <<'PY'
+import json, sys
+bandwidth = float(sys.argv[1]) if sys.argv[1] else None
+runs = {}
+for arg in sys.argv[2:]:
+    name, path = arg.split("=", 1)
+    run = json.load(open(path))["runs"][0]
+    tests = {t["test"]: t for t in run["tests"]}
+    runs[name] = (run, tests)
+def tps(name, test):
+    return runs[name][1][test]["tokens_per_second"]["median"] if name in runs and test in runs[name][1] else None
+print("| run | FFN on GPU | pp512 t/s | tg t/s | bytes/token read | to GPU/token | to host/token | downloads/token | CPU wait/token | GPU wait/token |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, (run, tests) in runs.items():
+    off = run.get("offload") or {}
+    n = max(run["decode_tokens"], 1)
+    per = lambda k: off.get(k, 0) / n if off else 0
+    print(f"| {name} | {100 * off.get('hot_fraction', 0):.0f}% | {tps(name, 'pp') or 0:.1f} | "
+          f"{tps(name, 'tg') or 0:.2f} | {run['decode_bytes'] / n / 1e6:.1f} MB | "
+          f"{per('decode_bytes_to_device') / 1024:.1f} KiB | {per('decode_bytes_to_host') / 1024:.1f} KiB | "
+          f"{per('decode_downloads'):.1f} | {1e6 * per('cpu_wait_seconds'):.0f} us | "
+          f"{1e6 * per('device_wait_seconds'):.0f} us |")
+def ratio(a, b):
+    return a / b if a and b else None
+h50 = ratio(tps("gpu50", "tg"), tps("cpu", "tg"))
+pp = ratio(tps("gpu100", "pp"), tps("cpu", "pp"))
+print()
+print(f"hybrid at 50% of the FFN, decode: {h50 and f'{h50:.2f}x' or 'n/a'} CPU-only (target >= 3x)")
+print(f"512-token prompt all on the GPU: {pp and f'{pp:.2f}x' or 'n/a'} CPU-only (target >= 20x)")
+if "gpu100" in runs:
+    run = runs["gpu100"][0]
+    achieved = run["decode_bytes"] / max(run["decode_tokens"], 1) * (tps("gpu100", "tg") or 0) / 1e9
+    share = f", {100 * achieved / bandwidth:.0f}% of {bandwidth:.0f} GB/s (target >= 60%)" if bandwidth else \
+        " (set PI_GPU_BANDWIDTH_GBS for the share of the GPU's bandwidth; target >= 60%)"
+    print(f"full offload decode reads {achieved:.0f} GB/s{share}")
+PY
+    fi
 fi
 
 finish

@@ -394,6 +394,15 @@ typedef struct pi_context_stats {
     double decode_seconds;
     double ffn_active_fraction; /* average fraction of FFN neurons computed per layer and token */
     uint64_t decode_bytes;      /* bytes of weights and KV cache read by single-token batches */
+    /* Appended after 0.4.0: copies between the host and an offload device (0 without one),
+     * docs/hybrid.md. The decode_ fields count single-token batches only. */
+    uint64_t decode_bytes_to_device; /* bytes copied host -> device by single-token batches */
+    uint64_t decode_bytes_to_host;   /* bytes copied device -> host by single-token batches */
+    uint64_t decode_downloads;       /* device -> host copies (each waits for the device) */
+    uint64_t bytes_to_device;        /* host -> device, every batch */
+    uint64_t bytes_to_host;          /* device -> host, every batch */
+    double cpu_wait_seconds;    /* hybrid layers: the CPU waiting for the device's hot neurons */
+    double device_wait_seconds; /* hybrid layers: the device waiting for the CPU's cold ones */
 } pi_context_stats;
 
 PI_API pi_status pi_context_stats_get(const pi_context *ctx, pi_context_stats *stats);

@@ -220,6 +220,15 @@ const pib_vtable vtable = {
     .glu = entry<&glu>::fn,
     .layer_norm = entry<&layer_norm>::fn,
     .add_row = entry<&add_row>::fn,
+    // Version 5: the CPU's memory is the host's, so there is nothing to pin and nothing to
+    // transfer beside the kernels.
+    .host_alloc = nullptr,
+    .host_free = nullptr,
+    .transfer_upload = nullptr,
+    .transfer_download = nullptr,
+    .transfer_after_kernels = nullptr,
+    .kernels_after_transfers = nullptr,
+    .transfer_wait = nullptr,
 };
 
 } // namespace

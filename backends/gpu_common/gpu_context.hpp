@@ -39,6 +39,10 @@ inline type_layout layout_of(uint32_t type) {
 struct context {
     int device = 0;
     cudaStream_t stream = nullptr;
+    // The transfer stream of version 5's copies, and the events that order it against the
+    // kernels' stream (transfer_after_kernels, kernels_after_transfers).
+    cudaStream_t transfer = nullptr;
+    cudaEvent_t kernels_done = nullptr, transfers_done = nullptr;
     // Kernels that meet an index outside its range (device data the host cannot check before
     // launching) set this flag; synchronize and buffer_download report it and clear it.
     int* fault = nullptr;

@@ -24,6 +24,11 @@
 #define cudaFree hipFree
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncGetAttributes hipFuncGetAttributes
+#define cudaEventCreateWithFlags hipEventCreateWithFlags
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventRecord hipEventRecord
+#define cudaEvent_t hipEvent_t
 #define cudaFreeHost hipHostFree
 #define cudaMalloc hipMalloc
 #define cudaMallocHost hipHostMalloc
@@ -37,6 +42,7 @@
 #define cudaStreamDestroy hipStreamDestroy
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaStream_t hipStream_t
 #define cudaSuccess hipSuccess
 

@@ -23,6 +23,7 @@
 #endif
 
 struct sim_stream {};
+struct sim_event {};
 
 namespace pi::gpu::sim {
 
@@ -303,5 +304,23 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+    *e = new (std::nothrow) sim_event;
+    return *e != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
     return cudaSuccess;
 }

@@ -43,6 +43,10 @@ enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 struct sim_stream;
 using cudaStream_t = sim_stream*;
 inline constexpr unsigned cudaStreamNonBlocking = 1;
+// Every call runs at once, so an event is always complete and waiting on one is a no-op.
+struct sim_event;
+using cudaEvent_t = sim_event*;
+inline constexpr unsigned cudaEventDisableTiming = 2;
 
 struct cudaFuncAttributes {
     int maxThreadsPerBlock;
@@ -70,6 +74,10 @@ cudaError_t cudaMemsetAsync(void* p, int value, std::size_t n, cudaStream_t s);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
 
 void __syncthreads();
 

@@ -31,12 +31,18 @@ template <class W, int NT> __global__ void mul_mat_vec_kernel(view w, view x, vi
 
 constexpr int tile_rows = 64;
 constexpr int tile_tokens = 64;
-constexpr int tile_k = 16;
+constexpr int tile_k = 32;        // one quantized block, a whole number of every type's units
 constexpr int tile_threads = 256; // 16 x 16, each 4 rows x 4 tokens
 
 // A 64-row x 64-token block of y. Thread (tx, ty) owns rows tx + 16 i and tokens ty + 16 j, so
-// consecutive threads write consecutive elements of a y row.
+// consecutive threads write consecutive elements of a y row. The weight tile is staged a unit
+// at a time (gpu_math.hpp: 16-byte loads for F32 and F16 rows on 16 bytes, 2-byte loads of a
+// quarter block with one scale for Q4_0 and Q8_0): consecutive threads read consecutive units
+// of a row, and each row of the tile is a run of consecutive bytes. Each element of y sums its
+// products in k order, one FMA each, whatever the tile width.
 template <class W> __global__ void mul_mat_tiled_kernel(view w, view x, view y) {
+    static_assert(tile_k % W::unit == 0);
+    constexpr int units_per_row = tile_k / W::unit;
     __shared__ float ws[tile_k][tile_rows + 1];
     __shared__ float xs[tile_k][tile_tokens + 1];
     const int64_t r0 = static_cast<int64_t>(blockIdx.x) * tile_rows;
@@ -45,12 +51,23 @@ template <class W> __global__ void mul_mat_tiled_kernel(view w, view x, view y) 
     const int ty = threadIdx.x / 16;
     float acc[4][4] = {};
     for (int64_t k0 = 0; k0 < w.ne0; k0 += tile_k) {
-        for (int e = threadIdx.x; e < tile_rows * tile_k; e += tile_threads) {
-            const int rr = e / tile_k, kk = e % tile_k;
-            const bool in = r0 + rr < w.ne1 && k0 + kk < w.ne0;
-            ws[kk][rr] = in ? W::load(w.row_bytes(r0 + rr), k0 + kk) : 0.0f;
-            const bool xin = t0 + rr < x.ne1 && k0 + kk < x.ne0;
-            xs[kk][rr] = xin ? x.row<const float>(t0 + rr)[k0 + kk] : 0.0f;
+        // Rows hold whole units (with_weights), so a unit starting inside the row ends there.
+        for (int e = threadIdx.x; e < tile_rows * units_per_row; e += tile_threads) {
+            const int rr = e / units_per_row, uu = e % units_per_row;
+            const int64_t k = k0 + static_cast<int64_t>(uu) * W::unit;
+            float v[W::unit];
+            if (r0 + rr < w.ne1 && k < w.ne0)
+                W::load_unit(w.row_bytes(r0 + rr), k / W::unit, v);
+            else
+                for (int q = 0; q < W::unit; ++q)
+                    v[q] = 0.0f;
+            for (int q = 0; q < W::unit; ++q)
+                ws[uu * W::unit + q][rr] = v[q];
+        }
+        for (int e = threadIdx.x; e < tile_tokens * tile_k; e += tile_threads) {
+            const int tt = e / tile_k, kk = e % tile_k;
+            const bool xin = t0 + tt < x.ne1 && k0 + kk < x.ne0;
+            xs[kk][tt] = xin ? x.row<const float>(t0 + tt)[k0 + kk] : 0.0f;
         }
         __syncthreads();
         for (int kk = 0; kk < tile_k; ++kk) {
@@ -100,7 +117,7 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
         });
     }
     if (vx.ne1 > max_grid_yz * tile_tokens) return PIB_ERR_INVALID_ARGUMENT;
-    return with_weight_elements(vw.type, [&]<class W>(W) {
+    return with_weights(vw, [&]<class W>(W) {
         const dim3 grid(blocks_for(vw.ne1, tile_rows), blocks_for(vx.ne1, tile_tokens));
         launch(mul_mat_tiled_kernel<W>, grid, tile_threads, c.stream, vw, vx, vy);
         return launch_status();

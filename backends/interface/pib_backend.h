@@ -9,6 +9,9 @@
  *   backend lists as supported for the op; index lists are I32.
  * - Kernels may run asynchronously; `synchronize` waits for everything submitted so far.
  * - Kernels never allocate on the hot path and never abort: a bad argument returns an error.
+ * - Calls on one context come from one thread at a time, except the transfer calls of version
+ *   5 (transfer_upload, transfer_download, transfer_wait), which one thread may make while
+ *   another submits kernels or waits in synchronize.
  */
 #ifndef PIB_BACKEND_H
 #define PIB_BACKEND_H
@@ -20,7 +23,7 @@
 extern "C" {
 #endif
 
-#define PIB_API_VERSION 4
+#define PIB_API_VERSION 5
 
 typedef enum pib_status {
     PIB_OK = 0,
@@ -154,6 +157,28 @@ typedef struct pib_vtable {
      * count as for mul_mat_sparse; both NULL or neither), only the listed i of each row. */
     int (*add_row)(void *ctx, const pib_tensor *x, const pib_tensor *b, const pib_tensor *idx,
                    const pib_tensor *count);
+
+    /* ---- version 5: copies beside the kernels, page-locked host memory ----
+     * Optional: NULL where a backend has none (the CPU), all five transfer entries or none. The
+     * engine then copies with buffer_upload / buffer_download and allocates host memory itself
+     * (docs/hybrid.md). */
+    /* Host memory the device copies to and from at full speed (cudaHostAlloc; a plain
+     * allocation where that means nothing), at least 64-byte aligned, freed by host_free. */
+    int (*host_alloc)(void *ctx, size_t size, void **out);
+    void (*host_free)(void *ctx, void *ptr); /* accepts NULL */
+    /* Copies on the backend's transfer stream, in the order submitted, beside the kernels: they
+     * return at once, and `src` / `dst` must stay valid and unchanged until transfer_wait
+     * returns. A transfer is ordered against kernels only by the two calls below. A kernel's
+     * fault is reported by the next synchronize or buffer_download, not here. */
+    int (*transfer_upload)(void *ctx, pib_buffer *buf, size_t offset, const void *src, size_t n);
+    int (*transfer_download)(void *ctx, const pib_buffer *buf, size_t offset, void *dst,
+                             size_t n);
+    /* Transfers submitted after this start once every kernel submitted before it has finished. */
+    int (*transfer_after_kernels)(void *ctx);
+    /* Kernels submitted after this start once every transfer submitted before it is complete. */
+    int (*kernels_after_transfers)(void *ctx);
+    /* The host waits for every transfer submitted so far. */
+    int (*transfer_wait)(void *ctx);
 } pib_vtable;
 
 typedef struct pib_backend {

@@ -109,6 +109,13 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
         pi_context_stats out{};
         out.struct_size = sizeof(out);
         out.decode_bytes = s.decode_bytes;
+        out.decode_bytes_to_device = s.decode_link.to_device;
+        out.decode_bytes_to_host = s.decode_link.to_host;
+        out.decode_downloads = s.decode_link.downloads;
+        out.bytes_to_device = s.link.to_device;
+        out.bytes_to_host = s.link.to_host;
+        out.cpu_wait_seconds = s.link.cpu_wait_seconds;
+        out.device_wait_seconds = s.link.device_wait_seconds;
         out.n_prompt_tokens = s.n_prompt_tokens;
         out.n_decode_tokens = s.n_decode_tokens;
         out.prompt_seconds = s.prompt_seconds;

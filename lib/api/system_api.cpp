@@ -12,6 +12,10 @@
 #include "backend/module_loader.hpp"
 #include "support/log.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace {
 
 #if defined(__aarch64__) && defined(__APPLE__)
@@ -28,7 +32,9 @@ std::string cpu_features() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) f += " AVX2";
     if (__builtin_cpu_supports("fma")) f += " FMA";
-    if (__builtin_cpu_supports("f16c")) f += " F16C";
+    // CPUID leaf 1, ECX bit 29: Clang before 16 has no "f16c" for __builtin_cpu_supports.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0) f += " F16C";
     if (__builtin_cpu_supports("avx512f")) f += " AVX512F";
 #elif defined(__aarch64__)
     f += " NEON";

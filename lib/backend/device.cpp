@@ -45,6 +45,28 @@ buffer device::alloc(size_t size) {
     return buffer(this, b);
 }
 
+host_memory& host_memory::operator=(host_memory&& o) noexcept {
+    if (this != &o) {
+        reset();
+        dev_ = std::exchange(o.dev_, nullptr);
+        ptr_ = std::exchange(o.ptr_, nullptr);
+    }
+    return *this;
+}
+
+void host_memory::reset() noexcept {
+    if (dev_ && ptr_) dev_->vt().host_free(dev_->ctx(), ptr_);
+    ptr_ = nullptr;
+    dev_ = nullptr;
+}
+
+host_memory device::host_alloc(size_t size) {
+    void* p = nullptr;
+    if (!has_host_alloc()) check("allocating host memory", PIB_ERR_UNSUPPORTED);
+    check("allocating host memory", be_.vt->host_alloc(be_.ctx, size, &p));
+    return host_memory(this, p);
+}
+
 buffer device::wrap_host(void* ptr, size_t size) {
     pib_buffer* b = nullptr;
     check("wrapping host memory", be_.vt->buffer_from_host(be_.ctx, ptr, size, &b));

@@ -32,6 +32,27 @@ class buffer {
     pib_buffer* buf_ = nullptr;
 };
 
+// Host memory from a backend's host_alloc (page-locked for a GPU), freed with it.
+class host_memory {
+  public:
+    host_memory() = default;
+    host_memory(device* dev, void* ptr) : dev_(dev), ptr_(ptr) {}
+    host_memory(host_memory&& o) noexcept
+        : dev_(std::exchange(o.dev_, nullptr)), ptr_(std::exchange(o.ptr_, nullptr)) {}
+    host_memory& operator=(host_memory&& o) noexcept;
+    host_memory(const host_memory&) = delete;
+    host_memory& operator=(const host_memory&) = delete;
+    ~host_memory() { reset(); }
+
+    void* get() const noexcept { return ptr_; }
+    explicit operator bool() const noexcept { return ptr_ != nullptr; }
+    void reset() noexcept;
+
+  private:
+    device* dev_ = nullptr;
+    void* ptr_ = nullptr;
+};
+
 class device {
   public:
     static device cpu(int n_threads, size_t memory_capacity = 0);
@@ -54,6 +75,15 @@ class device {
     void upload(const buffer& b, size_t offset, const void* src, size_t n);
     void download(const buffer& b, size_t offset, void* dst, size_t n);
     void set_n_threads(int n);
+
+    // Version 5 of the vtable (pib_backend.h): page-locked host memory and the transfer stream.
+    bool has_host_alloc() const noexcept { return be_.vt->host_alloc && be_.vt->host_free; }
+    host_memory host_alloc(size_t size); // the backend must have host_alloc
+    bool has_transfers() const noexcept {
+        const pib_vtable& v = *be_.vt;
+        return v.transfer_upload && v.transfer_download && v.transfer_after_kernels &&
+               v.kernels_after_transfers && v.transfer_wait;
+    }
 
     // Calls a kernel of the vtable and throws pi::error naming `what` on failure.
     template <typename Fn, typename... Args>

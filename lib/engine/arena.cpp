@@ -72,6 +72,7 @@ arena_tensors layout_arena(const model& m, const arena_spec& spec) {
     }
     a.xo = lb.add(ggml_type::f32, d, spec.logits_rows);
     a.logits = lb.add(ggml_type::f32, h.n_vocab, spec.logits_rows);
+    if (!spec.host && m.sparse_file()) a.layer_counts = lb.add(ggml_type::i32, B * h.n_layer, 1);
     a.size = lb.size();
     return a;
 }
@@ -85,16 +86,20 @@ uint64_t device_arena_bytes(const model& m, int32_t n_batch, int32_t max_hot) {
     return layout_arena(m, device_arena_spec(n_batch, max_hot)).size;
 }
 
-arena::arena(device& dev, const model& m, const arena_spec& spec)
-    : tensors_(layout_arena(m, spec)), memory_(dev.alloc(tensors_.size)) {
+arena::arena(device& dev, const model& m, const arena_spec& spec, device* pinned_by)
+    : tensors_(layout_arena(m, spec)),
+      pinned_(pinned_by ? pinned_by->host_alloc(tensors_.size) : host_memory{}),
+      memory_(pinned_by ? dev.wrap_host(pinned_.get(), tensors_.size) : dev.alloc(tensors_.size)) {
     arena_tensors& a = tensors_;
     a.mem = memory_.get();
-    for (pib_tensor* t :
-         {&a.ids,    &a.pos,      &a.cells,    &a.out_rows,   &a.count,   &a.all_count,
-          &a.x,      &a.xn,       &a.q,        &a.k,          &a.v,       &a.att,
-          &a.tmp,    &a.p,        &a.idx,      &a.all_idx,    &a.u,       &a.g,
-          &a.xo,     &a.logits,   &a.audit_up, &a.audit_gate, &a.hot_idx, &a.hot_count,
-          &a.hot_up, &a.hot_gate, &a.partial, &a.position_rows})
+    for (pib_tensor* t : {&a.ids,         &a.pos,        &a.cells,   &a.out_rows,
+                          &a.count,       &a.all_count,  &a.x,       &a.xn,
+                          &a.q,           &a.k,          &a.v,       &a.att,
+                          &a.tmp,         &a.p,          &a.idx,     &a.all_idx,
+                          &a.u,           &a.g,          &a.xo,      &a.logits,
+                          &a.audit_up,    &a.audit_gate, &a.hot_idx, &a.hot_count,
+                          &a.hot_up,      &a.hot_gate,   &a.partial, &a.position_rows,
+                          &a.layer_counts})
         t->buffer = a.mem;
     if (dev.vt().buffer_host_ptr)
         host_data_ = static_cast<uint8_t*>(dev.vt().buffer_host_ptr(dev.ctx(), a.mem));

@@ -35,6 +35,10 @@ struct arena_tensors {
     pib_tensor xo, logits;
     pib_tensor audit_up, audit_gate; // dense FFN activations for the predictor audit
     pib_tensor hot_idx, hot_count, hot_up, hot_gate, partial; // the device half of a hybrid FFN
+    // Device only: I32 [n_batch * n_layer], the lengths of the lists a device-predicted layer
+    // keeps on the device; a batch of n tokens uses elements [il * n, (il + 1) * n) for layer
+    // il, so that one download after the batch brings every layer's counts.
+    pib_tensor layer_counts;
     pib_buffer* mem = nullptr;
     size_t size = 0;
 };
@@ -61,7 +65,10 @@ uint64_t device_arena_bytes(const model& m, int32_t n_batch, int32_t max_hot);
 // An arena allocated on one device, every tensor bound to the allocation.
 class arena {
   public:
-    arena(device& dev, const model& m, const arena_spec& spec);
+    // With `pinned_by` (a device with host_alloc; dev is then the CPU), the allocation is that
+    // device's page-locked host memory, which dev wraps: what the arena exchanges with the
+    // device crosses without a staging copy.
+    arena(device& dev, const model& m, const arena_spec& spec, device* pinned_by = nullptr);
 
     const arena_tensors& tensors() const noexcept { return tensors_; }
     const buffer& memory() const noexcept { return memory_; }
@@ -71,8 +78,11 @@ class arena {
         return reinterpret_cast<const T*>(host_data_ + t.offset);
     }
 
+    bool pinned() const noexcept { return static_cast<bool>(pinned_); }
+
   private:
     arena_tensors tensors_;
+    host_memory pinned_; // outlives memory_, which wraps it
     buffer memory_;
     uint8_t* host_data_ = nullptr;
 };

@@ -46,12 +46,17 @@ arena_spec host_arena_spec(const context_options& o) {
     return arena_spec{o.n_batch, true, o.audit_predictor, 0, o.n_batch};
 }
 
+// The offload device whose page-locked memory holds the host arena, when it has any.
+device* pinning_device(const context_options& o) {
+    return o.offloaded && o.offloaded->dev().has_host_alloc() ? &o.offloaded->dev() : nullptr;
+}
+
 } // namespace
 
 context::context(const model& m, const context_options& options)
     : model_(m), options_(validated(m, options)),
       cpu_(std::make_unique<device>(device::cpu(options_.n_threads))),
-      host_(*cpu_, m, host_arena_spec(options_)),
+      host_(*cpu_, m, host_arena_spec(options_), pinning_device(options_)),
       kv_(*cpu_, options_.offloaded, m.hp(), options_.n_ctx, options_.n_seq_max, options_.kv_f16),
       counters_(m, options_.n_batch, options_.audit_predictor, options_.count_activations) {
     if (!host_.host_data()) fail(status::internal, "the CPU arena is not host-visible");
@@ -76,6 +81,7 @@ context::context(const model& m, const context_options& options)
     next_pos_.resize(static_cast<size_t>(options_.n_seq_max));
     out_rows_.resize(B);
     active_counts_.resize(B);
+    pending_ffn_.reserve(static_cast<size_t>(m.hp().n_layer));
     logits_.resize(B * static_cast<size_t>(m.hp().n_vocab));
     logits_row_of_token_.assign(B, -1);
     if (options_.offloaded)
@@ -181,6 +187,7 @@ void context::decode(const batch_view& batch) {
     const std::span<const int32_t> positions(batch_pos_.data(), static_cast<size_t>(n));
 
     const auto start = std::chrono::steady_clock::now();
+    take_link_tally(); // state edits between batches are no batch's
     const arena_tensors& a = host_.tensors();
     cpu_->upload(host_.memory(), a.ids.offset, batch.tokens.data(), batch.tokens.size_bytes());
     const std::span<int32_t> cells(batch_cells_.data(), static_cast<size_t>(n));
@@ -192,13 +199,21 @@ void context::decode(const batch_view& batch) {
         if (offload_half_) offload_half_->upload_batch(positions, cells);
         forward(n, std::span<const int32_t>(out_rows_.data(), static_cast<size_t>(n_outputs_)));
     } catch (...) {
+        take_link_tally();
         kv_.forget(cells);
         n_outputs_ = 0;
         std::fill(logits_row_of_token_.begin(), logits_row_of_token_.end(), -1);
         throw;
     }
+    counters_.add_link(n, take_link_tally());
     counters_.add_batch(
         n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+link_tally context::take_link_tally() noexcept {
+    link_tally t = kv_.take_device_tally();
+    if (offload_half_) t.add(offload_half_->take_tally());
+    return t;
 }
 
 void context::forward(int32_t n, std::span<const int32_t> out_rows) {
@@ -208,6 +223,7 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     ids.ne0 = n;
     cpu_->run("token embedding lookup", &pib_vtable::get_rows, &model_.token_embd(), &ids, &x);
     if (offload_half_) offload_half_->start_batch();
+    pending_ffn_.clear();
 
     if (model_.hp().arch->learned_positions) add_positions(n);
     const bool parallel = model_.hp().arch->block == block_kind::parallel;
@@ -226,6 +242,7 @@ void context::forward(int32_t n, std::span<const int32_t> out_rows) {
     }
     check_cancel();
     output_block(n, out_rows);
+    settle_device_counts(n);
 }
 
 // OPT: h += position_embd[pos + 2] (its table keeps Hugging Face's two offset rows).
@@ -260,17 +277,25 @@ void context::output_block(int32_t n, std::span<const int32_t> out_rows) {
     const auto vocab = static_cast<size_t>(h.n_vocab);
     for (size_t done = 0; done < out_rows.size();) {
         const size_t now = std::min(out_rows.size() - done, static_cast<size_t>(a.logits.ne1));
-        dev.run("uploading output rows", &pib_vtable::buffer_upload, a.mem, a.out_rows.offset,
-                out_rows.data() + done, now * sizeof(int32_t));
+        if (on_device)
+            offload_half_->upload(a.out_rows.offset, out_rows.data() + done, now * sizeof(int32_t));
+        else
+            dev.run("uploading output rows", &pib_vtable::buffer_upload, a.mem, a.out_rows.offset,
+                    out_rows.data() + done, now * sizeof(int32_t));
         pib_tensor rows = a.out_rows;
         rows.ne0 = static_cast<int64_t>(now);
         const pib_tensor xo = first_rows(a.xo, rows.ne0), logits = first_rows(a.logits, rows.ne0);
         dev.run("gathering output rows", &pib_vtable::get_rows, &x, &rows, &xo);
         apply_norm(dev, "output norm", h, xo, norm, model_.output_norm_bias(), xo);
         dev.run("output projection", &pib_vtable::mul_mat, &out, &xo, &logits);
-        dev.run("synchronize", &pib_vtable::synchronize);
-        dev.run("downloading logits", &pib_vtable::buffer_download, a.mem, a.logits.offset,
-                logits_.data() + done * vocab, now * vocab * sizeof(float));
+        float* dst = logits_.data() + done * vocab;
+        if (on_device) {
+            offload_half_->download(a.logits.offset, dst, now * vocab * sizeof(float));
+        } else {
+            dev.run("synchronize", &pib_vtable::synchronize);
+            dev.run("downloading logits", &pib_vtable::buffer_download, a.mem, a.logits.offset, dst,
+                    now * vocab * sizeof(float));
+        }
         done += now;
     }
     if (n == 1)

@@ -125,10 +125,19 @@ class context {
     // A decoded token's nonzero FFN activations in the host arena: the rows of ffn_down_t the
     // accumulate reads (sparse products write 0 for unlisted neurons, so they count none).
     uint64_t nonzero_activations();
+    // Adds a sparse layer's neurons and (for a decoded token) the bytes its FFN read.
+    void account_ffn(size_t il, int32_t n, uint64_t active, uint64_t down_rows);
+    // Accounts the layers whose lists' lengths stayed on the device, in one download.
+    void settle_device_counts(int32_t n);
+    // Whether the block after layer il's FFN (the next attention, or the output) runs on the
+    // offload device.
+    bool next_block_on_device(size_t il) const noexcept;
     const offload_layer* offloaded_layer(size_t il) const noexcept;
     void x_to_host(int32_t n);
     void x_to_device(int32_t n);
     void check_cancel() const;
+    // The copies between the host and the offload device since the last call.
+    link_tally take_link_tally() noexcept;
 
     const model& model_;
     context_options options_;
@@ -145,6 +154,14 @@ class context {
     std::vector<int32_t> next_pos_;      // [n_seq_max] scratch: each sequence's next position
     std::vector<int32_t> out_rows_;      // [n_batch] tokens whose logits are computed
     std::vector<int32_t> active_counts_; // [n_batch] length of each token's active list
+    // Layers of the current batch the device predicted with hot neurons: accounted when the
+    // batch ends, with the lengths of their hot lists.
+    struct pending_ffn {
+        size_t layer;
+        int32_t n_tokens;
+        uint64_t host_active; // the cold neurons' count
+    };
+    std::vector<pending_ffn> pending_ffn_;
     std::vector<float> logits_;          // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;

@@ -1,6 +1,7 @@
 // The FFN block of a layer: dense, or sparse over the predictor's lists, computed on the host, on
 // the offload device, or split between them (docs/forward-pass.md).
 #include <algorithm>
+#include <numeric>
 
 #include "engine/block_ops.hpp"
 #include "engine/context.hpp"
@@ -47,50 +48,85 @@ void context::sparse_ffn(size_t il, int32_t n) {
     count.ne0 = n;
     const std::span<int32_t> counts(active_counts_.data(), static_cast<size_t>(n));
 
+    // The predictor runs where the layer's hot rows are, unless the audit or the calibration
+    // counts need its lists on the host (docs/hybrid.md).
     const offload_layer* placed = offloaded_layer(il);
     const bool predict_on_device =
         placed && placed->has_predictor() && !counters_.need_lists_on_host();
+    const bool any_hot = placed && !placed->hot.empty();
+    const auto sum = [](std::span<const int32_t> c) {
+        return std::accumulate(c.begin(), c.end(), uint64_t{0});
+    };
+    if (predict_on_device && any_hot && !placed->all_hot(h.n_ff)) {
+        x_to_device(n);
+        // counts: the cold lists'; the hot lists' lengths stay on the device until the batch
+        // ends.
+        offload_half_->predicted_hybrid_ffn(il, n, counts, next_block_on_device(il));
+        pending_ffn_.push_back({il, n, sum(counts)});
+        return;
+    }
     if (predict_on_device) {
         x_to_device(n);
-        predict(offload_half_->dev(), offload_half_->tensors(), placed->dense, n);
+        offload_half_->predict(il, n, counts); // counts: the cold lists'
     } else {
         x_to_host(n);
         predict(*cpu_, a, w, n);
     }
-    uint64_t active = 0;
-    for (int32_t c : counts)
-        active += static_cast<uint64_t>(c);
-    // Rows of ffn_down_t a decoded token reads: the accumulate skips listed rows whose activation
-    // is zero (a predictor's false positives); counted where the whole FFN runs on the host (a
-    // hybrid or device layer counts every listed row).
-    uint64_t down_rows = active;
-    counters_.add_lists(*cpu_, host_, il, n, counts);
-    if (predict_on_device && placed->all_hot(h.n_ff) && placed->has_ffn_norm()) {
-        offload_half_->device_ffn(il, n);
-    } else if (placed && !placed->hot.empty()) {
-        x_to_host(n);
-        ffn_input(*cpu_, h, w, x, xn);
-        offload_half_->hybrid_ffn(il, n, predict_on_device, counts);
-        offload_half_->x_changed_on_host();
-    } else {
-        if (predict_on_device) offload_half_->lists_to_host(n, counts);
-        x_to_host(n);
-        ffn_input(*cpu_, h, w, x, xn);
-        if (present(w.gate))
-            cpu_->mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
+    const uint64_t listed = sum(counts); // every list, or none when the device holds them all
+    if (!predict_on_device) counters_.add_lists(*cpu_, host_, il, n, counts);
+    if (predict_on_device && any_hot) { // every neuron is hot
+        if (placed->has_ffn_norm())
+            offload_half_->device_ffn(il, n);
         else
-            cpu_->run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
-        ffn_activation(*cpu_, model_, w, g, u, &idx, &count);
-        observe_ffn(il, n);
-        cpu_->run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
-        add_bias(*cpu_, "FFN down bias", x, w.down_b);
-        if (offload_half_) offload_half_->x_changed_on_host();
-        if (n == 1) down_rows = nonzero_activations();
+            offload_half_->hybrid_ffn(il, n, true, next_block_on_device(il), counts);
+        pending_ffn_.push_back({il, n, listed});
+        return;
     }
+    if (any_hot && offload_half_->split_host_lists(il, n, counts)) {
+        offload_half_->hybrid_ffn(il, n, false, next_block_on_device(il), counts);
+        account_ffn(il, n, listed, listed);
+        return;
+    }
+    // Every listed neuron is the CPU's.
+    x_to_host(n);
+    ffn_input(*cpu_, h, w, x, xn);
+    if (present(w.gate))
+        cpu_->mul_mat_sparse2("sparse FFN up and gate", w.up, w.gate, xn, idx, count, u, g);
+    else
+        cpu_->run("sparse FFN up", &pib_vtable::mul_mat_sparse, &w.up, &xn, &idx, &count, &u);
+    ffn_activation(*cpu_, model_, w, g, u, &idx, &count);
+    observe_ffn(il, n);
+    cpu_->run("sparse FFN down", &pib_vtable::axpy_sparse, &w.down_t, &u, &idx, &count, &x);
+    add_bias(*cpu_, "FFN down bias", x, w.down_b);
+    if (offload_half_) offload_half_->x_changed_on_host();
+    // Rows of ffn_down_t a decoded token reads: the accumulate skips listed rows whose
+    // activation is zero (a predictor's false positives).
+    account_ffn(il, n, listed, n == 1 ? nonzero_activations() : listed);
+}
+
+// A hybrid or device layer counts every listed row of ffn_down_t as read.
+void context::account_ffn(size_t il, int32_t n, uint64_t active, uint64_t down_rows) {
+    const layer_weights& w = model_.layers()[il];
     counters_.add_ffn(il, n, active);
     if (n == 1)
         counters_.add_decode_bytes(bytes_of(w.ffn_norm) + bytes_of(w.fc1) + bytes_of(w.fc2) +
                                    active * (w.up.nb1 + w.gate.nb1) + down_rows * w.down_t.nb1);
+}
+
+void context::settle_device_counts(int32_t n) {
+    if (pending_ffn_.empty()) return;
+    offload_half_->fetch_layer_counts(n);
+    for (const pending_ffn& p : pending_ffn_) {
+        const uint64_t active = p.host_active + offload_half_->device_active(p.layer, n);
+        account_ffn(p.layer, p.n_tokens, active, active);
+    }
+    pending_ffn_.clear();
+}
+
+bool context::next_block_on_device(size_t il) const noexcept {
+    const offload* off = options_.offloaded;
+    if (il + 1 < off->n_layers()) return off->layer(il + 1).has_attn();
+    return off->has_output();
 }
 
 void context::dense_ffn(size_t il, int32_t n) {

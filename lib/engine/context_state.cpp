@@ -77,7 +77,7 @@ void context::load_state(int32_t seq, byte_reader& in) {
         const auto rows = in.get<uint32_t>("the batch size");
         const std::span<const uint8_t> map = in.take(rows * sizeof(int32_t), "the logits rows");
         std::vector<int32_t> saved(rows);
-        std::memcpy(saved.data(), map.data(), map.size());
+        if (rows > 0) std::memcpy(saved.data(), map.data(), map.size()); // no null memcpy
         for (uint32_t t = 0; t < rows; ++t) {
             if (saved[t] < -1 || saved[t] >= outputs)
                 fail(status::format, "the state's logits row of token ", t, " is invalid");

@@ -27,7 +27,9 @@ void device_worker::loop() {
         } catch (...) {
             error = std::current_exception();
         }
+        const auto ended = std::chrono::steady_clock::now();
         lock.lock();
+        finished_ = ended;
         error_ = error;
         has_job_ = false;
         lock.unlock();

@@ -2,6 +2,7 @@
 // A thread that runs one job at a time for the caller, so that the offload device's half of a
 // layer runs while the caller's thread computes the CPU's half. The job's body is fixed at
 // construction; each start() hands it a layer and a token count, so starting allocates nothing.
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,8 @@ class device_worker {
     void start(size_t layer, int32_t n_tokens);
     // Waits for the started job; rethrows what it threw.
     void wait();
+    // When the last job that wait() returned from ended.
+    std::chrono::steady_clock::time_point finished() const noexcept { return finished_; }
 
   private:
     void loop();
@@ -34,6 +37,7 @@ class device_worker {
     size_t layer_ = 0;
     int32_t n_tokens_ = 0;
     std::exception_ptr error_;
+    std::chrono::steady_clock::time_point finished_{};
     std::thread thread_;
 };
 

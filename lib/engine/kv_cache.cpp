@@ -289,6 +289,10 @@ void kv_cache::in_chunks(std::span<const int32_t> cells, std::span<const int32_t
             const size_t bytes = static_cast<size_t>(n) * sizeof(int32_t);
             dev.upload(s.memory, s.cells.offset, cells.data() + at, bytes);
             dev.upload(s.memory, s.values.offset, values.data() + at, bytes);
+            if (device_layers) {
+                device_tally_.count_upload(bytes);
+                device_tally_.count_upload(bytes);
+            }
             const scratch_view v{rows_of(s.rows, n), prefix_of(s.cells, n), prefix_of(s.values, n)};
             for (size_t il = 0; il < layers_.size(); ++il)
                 if (on_device_[il] == device_layers) f(dev, v, layers_[il]);
@@ -357,18 +361,41 @@ void kv_cache::publish() {
     for (auto c = static_cast<int32_t>(cells_.size()) - 1; c >= 0 && span_ == 0; --c)
         if (cells_[static_cast<size_t>(c)].pos >= 0) span_ = c + 1;
     const size_t row = cells_.size();
-    for (int32_t s = 0; s < n_seq_; ++s) {
-        if ((changed_ & bit(s)) == 0) continue;
-        int32_t* view = views_.data() + static_cast<size_t>(s) * row;
-        for (size_t c = 0; c < row; ++c)
-            view[c] = (cells_[c].seqs & bit(s)) != 0 ? cells_[c].pos : -1;
-        const size_t offset = static_cast<size_t>(s) * row * sizeof(int32_t);
-        host_.upload(host_memory_, host_views_.offset + offset, view, row * sizeof(int32_t));
-        if (device_)
-            device_->upload(device_memory_, device_views_.offset + offset, view,
-                            row * sizeof(int32_t));
+    publish_row_.resize(row);
+    try {
+        for (int32_t s = 0; s < n_seq_; ++s) {
+            if ((changed_ & bit(s)) == 0) continue;
+            int32_t* view = views_.data() + static_cast<size_t>(s) * row;
+            for (size_t c = 0; c < row; ++c)
+                publish_row_[c] = (cells_[c].seqs & bit(s)) != 0 ? cells_[c].pos : -1;
+            // Only the cells whose view changed cross: one for a decoded token.
+            size_t lo = 0, hi = row;
+            if (!publish_all_) {
+                while (lo < hi && publish_row_[lo] == view[lo])
+                    ++lo;
+                while (hi > lo && publish_row_[hi - 1] == view[hi - 1])
+                    --hi;
+            }
+            if (lo == hi) continue;
+            const size_t offset = (static_cast<size_t>(s) * row + lo) * sizeof(int32_t);
+            const size_t bytes = (hi - lo) * sizeof(int32_t);
+            host_.upload(host_memory_, host_views_.offset + offset, publish_row_.data() + lo,
+                         bytes);
+            if (device_) {
+                device_->upload(device_memory_, device_views_.offset + offset,
+                                publish_row_.data() + lo, bytes);
+                device_tally_.count_upload(bytes);
+            }
+            std::copy(publish_row_.begin() + static_cast<std::ptrdiff_t>(lo),
+                      publish_row_.begin() + static_cast<std::ptrdiff_t>(hi), view + lo);
+        }
+    } catch (...) {
+        publish_all_ = true; // a buffer may hold part of the new views
+        mark_all_changed();
+        throw;
     }
     changed_ = 0;
+    publish_all_ = false;
 }
 
 size_t kv_cache::cell_row_bytes(size_t il) const noexcept {

@@ -6,9 +6,11 @@
 // how a token attends only to its own sequence (docs/sequences.md).
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "backend/device.hpp"
+#include "engine/link_tally.hpp"
 #include "model/model.hpp"
 #include "support/byte_stream.hpp"
 
@@ -42,6 +44,8 @@ class kv_cache {
     int32_t span() const noexcept { return span_; }
     // Bytes one decoded token reads from a layer's cache.
     uint64_t bytes_read_per_layer() const noexcept;
+    // The copies to and from the offload device since the last call.
+    link_tally take_device_tally() noexcept { return std::exchange(device_tally_, link_tally{}); }
 
     // Claims a cell for each of a batch's (sequence, position, token), written to `cells`: the
     // cell holding that position of that sequence alone is reused, else the lowest free one.
@@ -131,6 +135,11 @@ class kv_cache {
     std::vector<cell> cells_;
     std::vector<int32_t> views_; // [n_seq][n_ctx], what host_views_ and device_views_ hold
     uint64_t changed_ = 0;       // sequences whose views must be published
+    // Until the first publish succeeds (or after one failed) the buffers do not mirror views_:
+    // publish then writes whole rows, else only the cells whose view changed.
+    bool publish_all_ = true;
+    std::vector<int32_t> publish_row_; // [n_ctx] scratch
+    link_tally device_tally_;
     int32_t span_ = 0;
 };
 

@@ -1,7 +1,6 @@
 #include "engine/offload.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "planner/planner.hpp"
 #include "support/error.hpp"
@@ -31,6 +30,19 @@ ggml_type type_of(const pib_tensor& t) {
 
 bool at(const std::vector<bool>& v, size_t i) {
     return i < v.size() && v[i];
+}
+
+// The rows `order` of a host tensor, one after the other.
+std::vector<uint8_t> gather_rows(const device& host, const pib_tensor& t,
+                                 std::initializer_list<const std::vector<int32_t>*> order) {
+    std::vector<uint8_t> out;
+    const uint8_t* rows = host_bytes(host, t);
+    for (const std::vector<int32_t>* ids : order)
+        for (int32_t r : *ids) {
+            const uint8_t* row = rows + static_cast<size_t>(r) * t.nb1;
+            out.insert(out.end(), row, row + t.nb1);
+        }
+    return out;
 }
 
 } // namespace
@@ -99,10 +111,6 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const offload_plac
                                        {&w.wk, &l.dense.wk},
                                        {&w.wv, &l.dense.wv},
                                        {&w.wo, &l.dense.wo}});
-        if (at(placement.predictor, il)) {
-            l.predictor_mem = upload_group({{&w.fc1, &l.dense.fc1}, {&w.fc2, &l.dense.fc2}});
-            l.dense.predictor_rank = w.predictor_rank;
-        }
         if (at(placement.ffn_norm, il))
             l.ffn_norm_mem = upload_group({{&w.ffn_norm, &l.dense.ffn_norm}});
 
@@ -119,6 +127,16 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const offload_plac
                      " is out of range");
             l.device_row[static_cast<size_t>(id)] = static_cast<int32_t>(k);
         }
+        for (int32_t id = 0; id < h.n_ff; ++id)
+            if (l.device_row[static_cast<size_t>(id)] < 0) l.cold.push_back(id);
+        if (at(placement.predictor, il)) {
+            l.predictor_mem = upload_group({{&w.fc1, &l.dense.fc1}, {&w.fc2, &l.dense.fc2}});
+            l.dense.predictor_rank = w.predictor_rank;
+            if (!l.hot.empty() && !l.cold.empty()) // else hot first is the file's order
+                dev_->upload(l.predictor_mem, l.dense.fc2.offset,
+                             gather_rows(m.host_device(), w.fc2, {&l.hot, &l.cold}).data(),
+                             tensor_bytes(w.fc2));
+        }
         const auto k = static_cast<int64_t>(l.hot.size());
         max_hot_ = std::max(max_hot_, static_cast<int32_t>(k));
         if (k == 0) continue;
@@ -134,16 +152,10 @@ offload::offload(const model& m, std::unique_ptr<device> dev, const offload_plac
         l.gate = view(l.weights, up_bytes, type_of(w.gate), w.gate.ne0, k);
         l.down_t = view(l.weights, up_bytes + gate_bytes, type_of(w.down_t), w.down_t.ne0, k);
 
-        std::vector<uint8_t> staging;
         for (const auto& [src, dst] : {std::pair{&w.up, &l.up}, std::pair{&w.gate, &l.gate},
                                        std::pair{&w.down_t, &l.down_t}}) {
-            staging.resize(src->nb1 * static_cast<size_t>(k));
-            const uint8_t* rows = host_bytes(m.host_device(), *src);
-            for (int64_t r = 0; r < k; ++r)
-                std::memcpy(staging.data() + static_cast<size_t>(r) * src->nb1,
-                            rows + static_cast<size_t>(l.hot[static_cast<size_t>(r)]) * src->nb1,
-                            src->nb1);
-            dev_->upload(l.weights, dst->offset, staging.data(), staging.size());
+            const std::vector<uint8_t> rows = gather_rows(m.host_device(), *src, {&l.hot});
+            dev_->upload(l.weights, dst->offset, rows.data(), rows.size());
         }
     }
     if (placement.output)

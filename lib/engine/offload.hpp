@@ -1,9 +1,12 @@
 #pragma once
-// What of a model lives in an offload device's memory (docs/forward-pass.md, docs/planner.md):
-// the dense groups the planner placed (attention, predictor, ffn_norm per layer; output) and the
-// hot FFN neurons, gathered so that device row k of a layer holds host row hot[k] of ffn_up,
-// ffn_gate and ffn_down_t. Shared by every context of a model; everything else stays in the
-// mmapped file and runs on the CPU.
+// What of a model lives in an offload device's memory (docs/forward-pass.md, docs/planner.md,
+// docs/hybrid.md): the dense groups the planner placed (attention, predictor, ffn_norm per
+// layer; output) and the hot FFN neurons, gathered so that device row k of a layer holds host
+// row hot[k] of ffn_up, ffn_gate and ffn_down_t. The device's copy of fc2 is ordered the same
+// way, hot first: its row k < hot.size() scores neuron hot[k], its row hot.size() + j scores
+// neuron cold[j], so that the device's scores select its own rows directly and only the cold
+// lists need ids the host knows. Shared by every context of a model; everything else stays in
+// the mmapped file and runs on the CPU.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -43,17 +46,20 @@ uint64_t packed_bytes(std::initializer_list<const pib_tensor*> tensors);
 
 struct offload_layer {
     std::vector<int32_t> hot;          // ascending neuron ids on the device
+    std::vector<int32_t> cold;         // the other neuron ids, ascending
     std::vector<int32_t> device_row;   // per neuron: its device row, or -1 when cold
     buffer weights;                    // the gathered rows of up, gate and down_t
     pib_tensor up{}, gate{}, down_t{}; // [n_embd][hot.size()] views into `weights`
     buffer attn_mem, predictor_mem, ffn_norm_mem;
     // Device views of the placed dense tensors: attn_norm, wq, wk, wv, wo when attn_mem holds
-    // them, fc1 and fc2 (and predictor_rank) with predictor_mem, ffn_norm with ffn_norm_mem.
+    // them, fc1 and fc2 (rows hot first; and predictor_rank) with predictor_mem, ffn_norm with
+    // ffn_norm_mem.
     layer_weights dense{};
     bool has_attn() const noexcept { return static_cast<bool>(attn_mem); }
     bool has_predictor() const noexcept { return static_cast<bool>(predictor_mem); }
     bool has_ffn_norm() const noexcept { return static_cast<bool>(ffn_norm_mem); }
     bool all_hot(int32_t n_ff) const noexcept { return static_cast<int32_t>(hot.size()) == n_ff; }
+    int64_t n_hot() const noexcept { return static_cast<int64_t>(hot.size()); }
 };
 
 class offload {

@@ -8,6 +8,7 @@
 
 #include "backend/device.hpp"
 #include "engine/arena.hpp"
+#include "engine/link_tally.hpp"
 #include "model/model.hpp"
 
 namespace pi {
@@ -24,6 +25,9 @@ struct run_stats {
     uint64_t ffn_active_neurons = 0; // summed over layers and tokens of sparse layers
     uint64_t ffn_total_neurons = 0;
     uint64_t decode_bytes = 0; // weights + KV cache read by single-token batches
+    // Copies between the host and the offload device (docs/hybrid.md): all batches, and
+    // single-token batches alone.
+    link_tally link, decode_link;
 };
 
 // The bytes of a 2-D tensor: what reading it whole costs a decoded token.
@@ -49,6 +53,10 @@ class run_counters {
 
     void add_batch(int32_t n_tokens, double seconds) noexcept;
     void add_decode_bytes(uint64_t bytes) noexcept { stats_.decode_bytes += bytes; }
+    void add_link(int32_t n_tokens, const link_tally& t) noexcept {
+        stats_.link.add(t);
+        if (n_tokens == 1) stats_.decode_link.add(t);
+    }
     void add_ffn(size_t il, int32_t n_tokens, uint64_t active) noexcept;
     // The predictor's lists of a layer (in the host arena, `counts` long) for the audit and the
     // calibration counts; the audit runs the dense FFN on the host to find the truth.

@@ -17,6 +17,10 @@ namespace {
 
 // Bounds of {m,n}: a larger count is almost certainly a typo and would build that many rules.
 constexpr uint32_t max_repetition = 10000;
+// Limits that keep a hostile grammar from exhausting the host (docs/grammar.md, "Limits"): the
+// parser recurses once per nested group, and nested repetitions multiply ("a"{10000}){10000}.
+constexpr uint32_t max_nesting = 256;
+constexpr uint64_t max_repeated_elements = uint64_t{1} << 20;
 
 struct item {
     bool is_rule = false;
@@ -85,6 +89,8 @@ class gbnf_parser {
     std::unordered_map<std::string, uint32_t> names_; // written rules only
     std::vector<grammar_char_class> classes_;
     std::string current_rule_;
+    uint32_t depth_ = 0;             // groups open around the current position
+    uint64_t repeated_elements_ = 0; // elements the repetitions have made so far
 
     bool at_end() const noexcept { return pos_ >= text_.size(); }
     char peek(size_t ahead = 0) const noexcept {
@@ -93,6 +99,12 @@ class gbnf_parser {
     bool at_newline() const noexcept { return peek() == '\n' || peek() == '\r'; }
 
     template <typename... Parts> [[noreturn]] void fail_at(size_t offset, Parts&&... parts) const {
+        fail_with(status::invalid_argument, offset, std::forward<Parts>(parts)...);
+    }
+
+    // A grammar past a limit is well-formed, only too large: status::unsupported.
+    template <typename... Parts>
+    [[noreturn]] void fail_with(status code, size_t offset, Parts&&... parts) const {
         size_t line = 1, column = 1;
         for (size_t i = 0; i < offset && i < text_.size(); ++i) {
             if (text_[i] == '\n') {
@@ -102,7 +114,7 @@ class gbnf_parser {
                 ++column; // columns count code points, not bytes
             }
         }
-        fail(status::invalid_argument, "grammar: line ", line, ", column ", column, ": ",
+        fail(code, "grammar: line ", line, ", column ", column, ": ",
              std::forward<Parts>(parts)...);
     }
 
@@ -232,9 +244,13 @@ class gbnf_parser {
                 last_start = seq.size();
                 seq.push_back({true, symbol_named(name, item_at)});
             } else if (c == '(') {
+                if (++depth_ > max_nesting)
+                    fail_with(status::unsupported, item_at, "groups nested deeper than ",
+                              max_nesting);
                 ++pos_;
                 skip_space(true);
                 std::vector<sequence> inner = parse_alternatives(true);
+                --depth_;
                 if (peek() != ')') {
                     if (at_end()) fail_at(item_at, "unclosed '('");
                     fail_at(pos_, "expected ')', found ", describe_here());
@@ -427,6 +443,12 @@ class gbnf_parser {
         }
         if (unbounded && body.empty())
             fail_at(op_at, "repeated item matches only empty text, so it could repeat forever");
+        // The copies made below: min bodies inline, then one more per optional repetition (or
+        // one for the recursive rule), each with a reference.
+        repeated_elements_ += body.size() * min + (body.size() + 1) * (unbounded ? 1 : max - min);
+        if (repeated_elements_ > max_repeated_elements)
+            fail_with(status::unsupported, op_at, "repetitions make the grammar larger than ",
+                      max_repeated_elements, " elements");
         for (uint32_t i = 0; i < min; ++i)
             seq.insert(seq.end(), body.begin(), body.end());
         if (unbounded) {

@@ -1,5 +1,7 @@
-// Nullable rules by fixpoint, then a depth-first search for a cycle among "left" references.
+// Nullable rules by a worklist, then a depth-first search for a cycle among "left" references.
 #include "grammar/grammar_analysis.hpp"
+
+#include <utility>
 
 namespace pi {
 namespace {
@@ -24,22 +26,39 @@ std::vector<std::vector<uint32_t>> left_references(const grammar& g,
 } // namespace
 
 std::vector<bool> nullable_rules(const grammar& g) {
+    // A worklist rather than passes to a fixpoint: a chain of rules each nullable through the
+    // next, written in the wrong order, would take one pass per rule (quadratic in the size of a
+    // hostile grammar). Each alternative's scan stops at a reference to a rule not known to be
+    // nullable and resumes when that rule becomes so, so every element is passed once.
     std::vector<bool> nullable(g.rules.size(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < g.rules.size(); ++r) {
-            if (nullable[r]) continue;
-            for (const uint32_t start : g.rules[r].alternatives) {
-                uint32_t i = start;
-                while (g.elements[i].type == kind::rule && nullable[g.elements[i].index])
-                    ++i;
-                if (g.elements[i].type == kind::end) {
-                    nullable[r] = true;
-                    changed = true;
-                    break;
-                }
-            }
+    struct scan {
+        uint32_t rule;
+        uint32_t at; // the first element not known to match empty text
+    };
+    std::vector<scan> scans;
+    for (uint32_t r = 0; r < g.rules.size(); ++r)
+        for (const uint32_t start : g.rules[r].alternatives)
+            scans.push_back({r, start});
+    std::vector<std::vector<uint32_t>> waiting(g.rules.size()); // scans stopped at each rule
+    std::vector<uint32_t> newly_nullable;
+    const auto advance = [&](uint32_t s) {
+        uint32_t& i = scans[s].at;
+        while (g.elements[i].type == kind::rule && nullable[g.elements[i].index])
+            ++i;
+        if (g.elements[i].type == kind::rule) {
+            waiting[g.elements[i].index].push_back(s);
+        } else if (g.elements[i].type == kind::end && !nullable[scans[s].rule]) {
+            nullable[scans[s].rule] = true;
+            newly_nullable.push_back(scans[s].rule);
         }
+    };
+    for (uint32_t s = 0; s < scans.size(); ++s)
+        advance(s);
+    while (!newly_nullable.empty()) {
+        const uint32_t r = newly_nullable.back();
+        newly_nullable.pop_back();
+        for (const uint32_t s : std::exchange(waiting[r], {}))
+            advance(s);
     }
     return nullable;
 }

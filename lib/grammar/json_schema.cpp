@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/grammar.hpp"
 #include "support/error.hpp"
 
 namespace pi {
@@ -20,6 +21,9 @@ using json = nlohmann::ordered_json;
 
 // The largest {m,n} count the GBNF parser takes (gbnf_parser.cpp).
 constexpr uint64_t max_count = 10000;
+// Deeper JSON would recurse as deep in nlohmann-json's dump (of const and enum values) and in the
+// converter, past the end of the thread's stack for a hostile schema.
+constexpr int max_depth = 128;
 
 // Whitespace between tokens is bounded so that a constrained model cannot spin in it forever;
 // numbers are bounded so that every match parses as a finite double (exponent below 100).
@@ -346,11 +350,27 @@ class schema_converter {
 std::string json_schema_to_gbnf(std::string_view schema_json) {
     json schema;
     try {
-        schema = json::parse(schema_json);
-    } catch (const json::parse_error& e) {
+        schema = json::parse(schema_json, [](int depth, json::parse_event_t, json&) {
+            if (depth > max_depth)
+                fail(status::unsupported, "json schema: nested deeper than ", max_depth, " levels");
+            return true;
+        });
+    } catch (const json::exception& e) {
+        // parse_error, or out_of_range for a number past a double ("1e309").
         fail(status::invalid_argument, "json schema: not valid JSON: ", e.what());
     }
-    return schema_converter().convert(schema);
+    std::string gbnf = schema_converter().convert(schema);
+    // Repetitions can make the grammar larger than the parser takes (minItems of minItems): such
+    // a schema is refused here rather than when a sampler is made of it. Any other refusal would
+    // be the converter's own mistake.
+    try {
+        (void)parse_gbnf(gbnf);
+    } catch (const error& e) {
+        if (e.code() == status::unsupported) fail(status::unsupported, "json schema: ", e.what());
+        fail(status::internal,
+             "json schema: the grammar written for the schema does not parse: ", e.what());
+    }
+    return gbnf;
 }
 
 std::string_view json_value_gbnf() noexcept {

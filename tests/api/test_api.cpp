@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -302,6 +303,25 @@ TEST_CASE("offloading to a second CPU instance keeps the greedy text and reports
     pi_context* c = nullptr;
     REQUIRE(pi_context_create(m, &cp, &c) == PI_OK);
     CHECK(generate_text(c, "The capital of France", 8) == expected);
+    // The copies between the host and the device are counted; a prefix of the stats struct
+    // (as an older caller's) is filled without them.
+    pi_context_stats stats{};
+    stats.struct_size = sizeof(stats);
+    REQUIRE(pi_context_stats_get(c, &stats) == PI_OK);
+    CHECK(stats.n_decode_tokens > 0);
+    CHECK(stats.decode_bytes_to_device > 0);
+    CHECK(stats.decode_bytes_to_host > 0);
+    CHECK(stats.decode_downloads >= stats.n_decode_tokens); // the logits at least
+    CHECK(stats.bytes_to_device >= stats.decode_bytes_to_device);
+    CHECK(stats.bytes_to_host >= stats.decode_bytes_to_host);
+    CHECK(stats.cpu_wait_seconds >= 0);
+    CHECK(stats.device_wait_seconds >= 0);
+    pi_context_stats old{};
+    old.struct_size = offsetof(pi_context_stats, decode_bytes_to_device);
+    old.decode_bytes_to_device = 7;
+    REQUIRE(pi_context_stats_get(c, &old) == PI_OK);
+    CHECK(old.decode_bytes == stats.decode_bytes);
+    CHECK(old.decode_bytes_to_device == 7);
     pi_context_free(c);
     pi_model_free(m);
 

@@ -1,8 +1,10 @@
 // Buffers, device facts and how a backend reports bad arguments.
 #include "conformance.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 using namespace pi::conformance;
 
@@ -132,4 +134,68 @@ TEST_CASE("an index or count outside its range is reported, and the backend keep
     });
     CHECK(tested().vt->synchronize(tested().ctx) == PIB_OK);
     bn.expect_close(out, exact, "get_rows after a reported fault");
+}
+
+// Version 5: all the transfer entries or none; with them, copies beside the kernels that the
+// two ordering calls put before or after kernels, and page-locked host memory.
+TEST_CASE("transfers beside the kernels keep the order the ordering calls give them") {
+    const pib_backend& b = tested();
+    const pib_vtable& vt = *b.vt;
+    const int transfer_entries =
+        (vt.transfer_upload != nullptr) + (vt.transfer_download != nullptr) +
+        (vt.transfer_after_kernels != nullptr) + (vt.kernels_after_transfers != nullptr) +
+        (vt.transfer_wait != nullptr);
+    CHECK((transfer_entries == 0 || transfer_entries == 5));
+    CHECK((vt.host_alloc == nullptr) == (vt.host_free == nullptr));
+    if (vt.host_alloc != nullptr) {
+        void* p = nullptr;
+        REQUIRE(vt.host_alloc(b.ctx, 1000, &p) == PIB_OK);
+        REQUIRE(p != nullptr);
+        CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+        std::memset(p, 0x5a, 1000); // the host may write all of it
+        vt.host_free(b.ctx, p);
+        vt.host_free(b.ctx, nullptr);
+    }
+    if (transfer_entries != 5) {
+        MESSAGE(current().name, " has no transfer stream (version 5 entries are optional)");
+        return;
+    }
+    constexpr int64_t n = 300;
+    const size_t bytes = sizeof(float) * n;
+    pib_buffer* buf = nullptr;
+    REQUIRE(vt.buffer_alloc(b.ctx, 2 * bytes + 64, &buf) == PIB_OK);
+    const pib_tensor x{F32, n, 1, bytes, buf, 0}, y{F32, n, 1, bytes, buf, bytes + 64};
+    void* host = nullptr;
+    const bool pinned =
+        vt.host_alloc != nullptr && vt.host_alloc(b.ctx, 2 * bytes, &host) == PIB_OK;
+    std::vector<float> fallback(pinned ? 0 : 2 * n);
+    float* in = pinned ? static_cast<float*>(host) : fallback.data();
+    float* out = in + n;
+    for (int64_t i = 0; i < n; ++i)
+        in[i] = static_cast<float>(i) - 100.5f;
+    // x goes up beside the kernels; the kernel waits for it, the download for the kernel.
+    CHECK(vt.transfer_upload(b.ctx, buf, 0, in, bytes) == PIB_OK);
+    CHECK(vt.kernels_after_transfers(b.ctx) == PIB_OK);
+    CHECK(vt.add(b.ctx, &x, &x, &y) == PIB_OK);
+    CHECK(vt.transfer_after_kernels(b.ctx) == PIB_OK);
+    CHECK(vt.transfer_download(b.ctx, buf, bytes + 64, out, bytes) == PIB_OK);
+    CHECK(vt.transfer_wait(b.ctx) == PIB_OK);
+    bool doubled = true;
+    for (int64_t i = 0; i < n; ++i)
+        doubled = doubled && out[i] == 2 * in[i];
+    CHECK(doubled);
+    // Two transfers into the same bytes land in the order submitted.
+    std::vector<unsigned char> first(64, 1), second(64, 2), back(64);
+    CHECK(vt.transfer_upload(b.ctx, buf, 8, first.data(), 64) == PIB_OK);
+    CHECK(vt.transfer_upload(b.ctx, buf, 8, second.data(), 64) == PIB_OK);
+    CHECK(vt.transfer_download(b.ctx, buf, 8, back.data(), 64) == PIB_OK);
+    CHECK(vt.transfer_wait(b.ctx) == PIB_OK);
+    CHECK(back == second);
+    // Ranges past the end are refused before anything moves.
+    CHECK(vt.transfer_upload(b.ctx, buf, 2 * bytes + 1, in, 64) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(vt.transfer_download(b.ctx, buf, 2 * bytes + 60, out, 8) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(vt.transfer_wait(b.ctx) == PIB_OK);
+    CHECK(vt.synchronize(b.ctx) == PIB_OK);
+    if (pinned) vt.host_free(b.ctx, host);
+    vt.buffer_free(b.ctx, buf);
 }

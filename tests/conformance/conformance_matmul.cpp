@@ -48,11 +48,11 @@ struct product_case {
 };
 
 // Sizes below and above the GPU's vector and batch thresholds, rows that start on 16 bytes and
-// rows that do not.
+// rows that do not; a batch whose rows end in a partial tile of whole 16-byte units (k = 200).
 const product_case float_cases[] = {
     {67, 33, 1, 0, 32},   {256, 129, 1, 0, 32},  {256, 129, 1, 0, 36}, {256, 70, 1, 3, 32},
     {67, 33, 5, 1, 32},   {256, 130, 16, 0, 32}, {131, 70, 37, 0, 32}, {96, 65, 67, 8, 32},
-    {1000, 17, 2, 0, 32}, {0, 5, 3, 0, 32},
+    {200, 70, 33, 0, 32}, {1000, 17, 2, 0, 32},  {0, 5, 3, 0, 32},
 };
 
 // Whole blocks per row: fewer quarter blocks than a group has lanes (k = 32, 96), a lane that

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
 #include "engine/device_worker.hpp"
@@ -40,4 +41,13 @@ TEST_CASE("a job's exception reaches the caller's wait, and the worker goes on")
 TEST_CASE("waiting with no job started returns at once") {
     device_worker worker([](size_t, int32_t) {});
     CHECK_NOTHROW(worker.wait());
+}
+
+TEST_CASE("the worker records when its job ended") {
+    device_worker worker([](size_t, int32_t) {});
+    const auto before = std::chrono::steady_clock::now();
+    worker.start(0, 1);
+    worker.wait();
+    CHECK(worker.finished() >= before);
+    CHECK(worker.finished() <= std::chrono::steady_clock::now());
 }

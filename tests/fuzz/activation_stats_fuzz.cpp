@@ -9,6 +9,7 @@
 #include <string>
 
 #include "formats/torch_checkpoint.hpp"
+#include "fuzz_outcome.hpp"
 #include "fuzz_scratch.hpp"
 #include "planner/activation_stats.hpp"
 #include "support/error.hpp"
@@ -30,17 +31,23 @@ const std::string& activation_dir() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& dir = activation_dir();
     const std::string path = pi::fuzz::write_input("activations/activation_0.pt", data, size);
+    // Accepted: one of the three readers took it.
+    bool read = false;
     try {
         (void)pi::planner::load_activation_stats(dir);
+        read = true;
     } catch (const pi::error&) {
     }
     try {
         (void)pi::planner::load_activation_stats(path);
+        read = true;
     } catch (const pi::error&) {
     }
     try {
         (void)pi::formats::read_torch_checkpoint(std::span(data, size), "input.pt");
+        read = true;
     } catch (const pi::error&) {
     }
+    if (read) pi::fuzz::note_accepted();
     return 0;
 }

@@ -9,9 +9,19 @@ namespace pi::fuzz {
 
 namespace {
 
-std::string make_scratch_dir() {
+// $TMPDIR when set; otherwise /dev/shm, since writing each input to a disk-backed /tmp takes most
+// of a file-based target's time (gguf_fuzz runs 2-3 times faster on tmpfs, docs/fuzzing.md).
+std::string scratch_parent() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/pi-fuzz-XXXXXX";
+    if (tmp && *tmp) return tmp;
+    std::error_code ignored;
+    if (std::filesystem::is_directory("/dev/shm", ignored) && access("/dev/shm", W_OK) == 0)
+        return "/dev/shm";
+    return "/tmp";
+}
+
+std::string make_scratch_dir() {
+    std::string pattern = scratch_parent() + "/pi-fuzz-XXXXXX";
     if (!mkdtemp(pattern.data())) {
         std::perror("pi-fuzz: mkdtemp");
         std::abort();

@@ -7,7 +7,7 @@
 
 namespace pi::fuzz {
 
-// A folder of this process under $TMPDIR (or /tmp).
+// A folder of this process under $TMPDIR, or /dev/shm (a tmpfs) where it can be written, or /tmp.
 const std::string& scratch_dir();
 
 // Writes the input to scratch_dir()/name, replacing what was there; returns the path.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fuzz_outcome.hpp"
 #include "fuzz_scratch.hpp"
 #include "planner/gpu_index.hpp"
 #include "support/error.hpp"
@@ -18,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)pi::planner::load_gpu_index(path, index.fingerprint,
                                           static_cast<int32_t>(index.hot.size()), n_ff,
                                           index.budget.value_or(index.vram_capacity));
+        pi::fuzz::note_accepted();
     } catch (const pi::error&) {
     }
     return 0;

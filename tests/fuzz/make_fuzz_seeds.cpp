@@ -1,59 +1,25 @@
 // pi-make-fuzz-seeds OUT_DIR: writes the seed corpus of each fuzz target into OUT_DIR/<target>/
 // with the library's own writers (docs/fuzzing.md), so the seeds follow the formats as the code
-// changes. The models take a 320-token cut of the fixture's SPM vocabulary and a 16-wide
-// geometry, which keeps each file near 30 KB: libFuzzer mutates small inputs much faster.
+// changes: the models of lib/synthetic (fuzz_models.hpp), states saved by the C API from them,
+// grammars written by the JSON schema converter, and the chat formats' own names.
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "formats/torch_fixture.hpp"
-#include "gguf/gguf.hpp"
+#include "fuzz_models.hpp"
 #include "planner/activation_stats.hpp"
 #include "planner/gpu_index.hpp"
+#include "seeds.hpp"
 #include "support/error.hpp"
 #include "synthetic/synthetic.hpp"
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// <unk>, <s>, </s>, the 256 byte tokens and the first merges of the fixture's vocabulary.
-constexpr size_t tiny_vocab_tokens = 320;
-
-// The fixture vocabulary's tokenizer keys with every per-token array cut to the first tokens.
-void write_tiny_vocab(const std::string& path) {
-    const auto full = pi::gguf::file::open(PI_FUZZ_SPM_VOCAB);
-    const size_t n_full = full->get_string_array("tokenizer.ggml.tokens").size();
-    pi::gguf::writer w(false);
-    for (auto [key, v] : full->metadata()) {
-        if (auto* arr = std::get_if<pi::gguf::array_value>(&v.data);
-            arr && arr->elems.size() == n_full)
-            arr->elems.resize(tiny_vocab_tokens);
-        w.set(key, std::move(v));
-    }
-    w.write(path);
-}
-
-pi::synth_options tiny_model(const std::string& arch, bool sparse, const std::string& vocab) {
-    pi::synth_options o;
-    o.arch = arch;
-    o.n_embd = 16;
-    o.n_layer = 2;
-    o.n_head = 2;
-    o.n_head_kv = arch == "opt" ? 2 : 1;
-    o.n_ff = 32;
-    o.n_ctx_train = 64; // OPT's calibration needs 32 learned positions
-    o.weight_type = pi::ggml_type::f16;
-    o.sparse = sparse;
-    o.seed = 3;
-    o.vocab_path = vocab;
-    return o;
-}
+namespace pi::fuzz {
 
 void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
     std::ofstream out(path, std::ios::binary);
@@ -62,12 +28,21 @@ void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
     if (!out) pi::fail(pi::status::io, path.string(), ": cannot write");
 }
 
-// A tokenizer input: the mode byte of tokenizer_fuzz.cpp, then the text or the ids.
 void write_text(const fs::path& path, uint8_t mode, std::string_view text) {
-    std::vector<uint8_t> bytes{mode};
+    std::vector<uint8_t> bytes;
+    bytes.reserve(1 + text.size());
+    bytes.push_back(mode);
     bytes.insert(bytes.end(), text.begin(), text.end());
     write_bytes(path, bytes);
 }
+
+} // namespace pi::fuzz
+
+namespace {
+
+using pi::fuzz::tiny_model;
+using pi::fuzz::write_bytes;
+using pi::fuzz::write_text;
 
 void write_model_seeds(const fs::path& dir, const std::string& vocab) {
     pi::write_synthetic_model(tiny_model("llama", true, vocab),
@@ -136,18 +111,28 @@ int main(int argc, char** argv) {
     }
     const fs::path out = argv[1];
     try {
-        for (const char* target : {"gguf_fuzz", "model_load_fuzz", "tokenizer_fuzz",
-                                   "gpu_index_fuzz", "activation_stats_fuzz"})
+        for (const char* target :
+             {"gguf_fuzz", "model_load_fuzz", "tokenizer_fuzz", "gpu_index_fuzz",
+              "activation_stats_fuzz", "state_fuzz", "grammar_fuzz", "json_schema_fuzz",
+              "chat_template_fuzz", "server_request_fuzz"}) {
+            // Rewritten whole, so that a seed renamed here leaves no stale copy behind.
+            fs::remove_all(out / target);
             fs::create_directories(out / target);
+        }
+        // The sparse Llama model is the one state_fuzz writes for itself, byte for byte.
+        const std::string llama = pi::fuzz::write_tiny_llama((out / "gguf_fuzz").string());
         const std::string vocab = (out / "gguf_fuzz" / "vocab-tiny.gguf").string();
-        write_tiny_vocab(vocab);
         write_model_seeds(out / "model_load_fuzz", vocab);
         write_gpu_index_seeds(out / "gpu_index_fuzz");
         write_activation_seeds(out / "activation_stats_fuzz");
         write_tokenizer_seeds(out / "tokenizer_fuzz");
-        // The GGUF reader's seeds: one file of each GGUF-based format.
-        fs::copy_file(out / "model_load_fuzz" / "llama-sparse.gguf",
-                      out / "gguf_fuzz" / "model.gguf", fs::copy_options::overwrite_existing);
+        pi::fuzz::write_state_seeds(out / "state_fuzz", llama);
+        pi::fuzz::write_grammar_seeds(out / "grammar_fuzz");
+        pi::fuzz::write_json_schema_seeds(out / "json_schema_fuzz");
+        pi::fuzz::write_chat_seeds(out / "chat_template_fuzz");
+        pi::fuzz::write_server_request_seeds(out / "server_request_fuzz");
+        // The GGUF reader's seeds: one file of each GGUF-based format (the vocabulary and the
+        // model are there already).
         fs::copy_file(out / "gpu_index_fuzz" / "ours.gpuidx", out / "gguf_fuzz" / "index.gpuidx",
                       fs::copy_options::overwrite_existing);
         fs::copy_file(out / "activation_stats_fuzz" / "stats.gguf",

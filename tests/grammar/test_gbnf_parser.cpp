@@ -187,3 +187,34 @@ TEST_CASE("malformed grammars name the line and column") {
         CHECK(error_of(b.text) == b.message);
     }
 }
+
+TEST_CASE("a grammar past the size limits is refused as unsupported, naming the place") {
+    // 300 nested groups: the parser recurses once per group.
+    const std::string deep = "root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')');
+    CHECK(test::code_of([&] { (void)parse_gbnf(deep); }) == status::unsupported);
+    CHECK(error_of(deep) == "grammar: line 1, column 266: groups nested deeper than 256");
+    CHECK_NOTHROW(
+        (void)parse_gbnf("root ::= " + std::string(256, '(') + "\"a\"" + std::string(256, ')')));
+    // Nested counts multiply: 10^8 copies of "a".
+    const std::string repeated = "root ::= (\"a\"{10000}){10000}";
+    CHECK(test::code_of([&] { (void)parse_gbnf(repeated); }) == status::unsupported);
+    CHECK(error_of(repeated) ==
+          "grammar: line 1, column 22: repetitions make the grammar larger than 1048576 elements");
+    CHECK_NOTHROW((void)parse_gbnf("root ::= (\"a\"{100}){100}"));
+}
+
+TEST_CASE("a long chain of rules nullable through the next, written last first, is nullable") {
+    // r0 ::= r1, r1 ::= r2, ..., each defined before the rule that makes it nullable: the left
+    // recursion check must see that x* repeats something that can match empty text.
+    std::string text = "root ::= x*\nx ::= r0 \"b\"?\n";
+    constexpr int n = 5000;
+    for (int i = 0; i < n; ++i)
+        text.append("r")
+            .append(std::to_string(i))
+            .append(" ::= r")
+            .append(std::to_string(i + 1))
+            .append("\n");
+    text.append("r").append(std::to_string(n)).append(" ::= \"a\"?\n");
+    CHECK(error_of(text) == "grammar: line 1, column 11: repeated item can match empty text, so "
+                            "it could repeat forever");
+}

@@ -6,6 +6,7 @@
 #include "grammar/grammar.hpp"
 #include "grammar/grammar_matcher.hpp"
 #include "grammar/json_schema.hpp"
+#include "support/test_support.hpp"
 
 using namespace pi;
 
@@ -136,4 +137,59 @@ TEST_CASE("the JSON value grammar accepts JSON and rejects the rest") {
         CAPTURE(bad);
         CHECK(verdict(g, bad) != "match");
     }
+}
+
+namespace {
+
+// r0 ::= r1 "b", r1 ::= r2 "b", ..., the last ::= "a": expanding the start walks the whole chain.
+std::string rule_chain(int n) {
+    std::string g = "root ::= r0\n";
+    for (int i = 0; i < n; ++i)
+        g.append("r")
+            .append(std::to_string(i))
+            .append(" ::= r")
+            .append(std::to_string(i + 1))
+            .append(" \"b\"\n");
+    return g.append("r").append(std::to_string(n)).append(" ::= \"a\"\n");
+}
+
+} // namespace
+
+TEST_CASE("a long chain of rules matches; one too long to expand is refused, not a crash") {
+    const std::string g = rule_chain(2000);
+    CHECK(verdict(g, "a" + std::string(2000, 'b')) == "match");
+    CHECK(verdict(g, "ab") == "prefix");
+    CHECK(verdict(g, "b") == "rejected");
+    // 20000 deep: the expansion copies stacks of up to 20000 elements, past the bound of one step
+    // (and past the thread's stack, were it recursive).
+    const grammar deep = parse_gbnf(rule_chain(20000));
+    CHECK(test::code_of([&] { grammar_matcher m(deep); }) == status::unsupported);
+    CHECK(test::message_of([&] { grammar_matcher m(deep); }) ==
+          "grammar: one matching step expands more than 4194304 stack elements; the grammar is "
+          "too ambiguous or too deeply nested to match");
+}
+
+TEST_CASE("nested optional items reach each stack once") {
+    // 60 nested "(...)?" reach the stack after them along 2^60 paths.
+    const std::string g = "root ::= " + std::string(60, '(') + "\"a\"" + [] {
+        std::string closes;
+        for (int i = 0; i < 60; ++i)
+            closes += ")?";
+        return closes;
+    }() + " \"b\"";
+    CHECK(verdict(g, "ab") == "match");
+    CHECK(verdict(g, "b") == "match");
+    CHECK(verdict(g, "aab") == "rejected");
+}
+
+TEST_CASE("a grammar whose live stacks double with every character stops as unsupported") {
+    const grammar g = parse_gbnf(R"(root ::= x
+x ::= "a" x "b" | "a" x "c" | "")");
+    grammar_matcher m(g);
+    CHECK(m.feed("aaaa"));
+    CHECK(m.stacks().size() > 16); // at least 2^4 ways to close
+    CHECK(test::code_of([&] { (void)m.feed(std::string(20, 'a')); }) == status::unsupported);
+    CHECK(test::message_of([&] { (void)m.feed(std::string(20, 'a')); }) ==
+          "grammar: more than 4096 parse stacks are alive at once; the grammar is too ambiguous "
+          "to match");
 }

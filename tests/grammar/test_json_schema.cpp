@@ -200,6 +200,9 @@ TEST_CASE("unsupported keywords and malformed schemas") {
     CHECK(code(R"({"type": "array", "items": [{"type": "string"}]})") == status::unsupported);
     CHECK(code(R"({"type": "str)") == status::invalid_argument);
     CHECK(message(R"({"type": "str)").rfind("json schema: not valid JSON: ", 0) == 0);
+    // A number past a double is nlohmann-json's out_of_range, not a parse_error (json_schema_fuzz).
+    CHECK(code(R"({"const": -1.5e+100013})") == status::invalid_argument);
+    CHECK(message(R"({"const": 1e309})").rfind("json schema: not valid JSON: ", 0) == 0);
     CHECK(message(R"({"type": "text"})") == "json schema: unknown type 'text' at root");
     CHECK(message(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})") ==
           "json schema: required property 'b' at root is not among its properties");
@@ -259,4 +262,28 @@ TEST_CASE("random generations under the JSON value grammar parse whenever they e
         CHECK(json::accept(r.text));
     }
     CHECK(ended >= 190);
+}
+
+TEST_CASE("a schema nested too deep or growing too large is refused as unsupported") {
+    const auto code = [](const std::string& s) {
+        return test::code_of([&] { (void)json_schema_to_gbnf(s); });
+    };
+    const std::string deep_const =
+        R"({"const": )" + std::string(200, '[') + std::string(200, ']') + "}";
+    CHECK(code(deep_const) == status::unsupported);
+    CHECK(test::message_of([&] { (void)json_schema_to_gbnf(deep_const); }) ==
+          "json schema: nested deeper than 128 levels");
+    std::string deep_properties = R"({"type": "string"})";
+    for (int i = 0; i < 100; ++i)
+        deep_properties = R"({"type": "object", "properties": {"a": )" + deep_properties + "}}";
+    CHECK(code(deep_properties) == status::unsupported);
+    CHECK(code(R"({"const": )" + std::string(60, '[') + std::string(60, ']') + "}") == status::ok);
+    // minItems of minLength: the item is written inline, so 10^8 characters, more than the
+    // grammar parser takes.
+    const std::string large =
+        R"({"type": "array", "minItems": 10000, "items": {"type": "string", "minLength": 10000}})";
+    CHECK(code(large) == status::unsupported);
+    CHECK(test::message_of([&] {
+              (void)json_schema_to_gbnf(large);
+          }).starts_with("json schema: grammar: line "));
 }

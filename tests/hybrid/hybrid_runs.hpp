@@ -39,4 +39,22 @@ inline std::vector<std::vector<float>> decode_run(const model& m, const offload*
     return steps;
 }
 
+// The prompt, then n_new greedy tokens one at a time; the stats of the decoded tokens alone.
+inline run_stats decode_stats(const model& m, const offload* off, int n_new) {
+    context_options co;
+    co.n_ctx = 64;
+    co.n_threads = 1;
+    co.offloaded = off;
+    context ctx(m, co);
+    ctx.decode(batch_view{hybrid_prompt, {}, {}});
+    ctx.reset_stats();
+    for (int i = 0; i < n_new; ++i) {
+        const auto l = ctx.logits(-1);
+        const int32_t one[1] = {
+            static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin())};
+        ctx.decode(batch_view{one, {}, {}});
+    }
+    return ctx.stats();
+}
+
 } // namespace pi::test

@@ -357,7 +357,8 @@ TEST_CASE("offloading a falcon or opt model is refused as unsupported, naming th
     for (const std::string arch : {"falcon", "opt"}) {
         synth_options o = test::tiny_model_options(true);
         o.arch = arch;
-        const std::string path = test::write_tiny_model(test::scratch_dir("hybrid"), arch + ".gguf", o);
+        const std::string path =
+            test::write_tiny_model(test::scratch_dir("hybrid_arch"), arch + ".gguf", o);
         const auto m = model::load(path, load_options{});
         try {
             offload off(*m, cpu_device(), ffn_only(*m, 0.5));
@@ -366,5 +367,75 @@ TEST_CASE("offloading a falcon or opt model is refused as unsupported, naming th
             CHECK(e.code() == status::unsupported);
             CHECK(std::string(e.what()).find(arch) != std::string::npos);
         }
+    }
+}
+
+// Per decoded token (docs/hybrid.md), with x = n_embd floats and L layers: the embedded x
+// goes up, the batch's position, cell, KV view cell and output row (4 bytes each) go up, the
+// logits and one download of every device-predicted layer's list lengths come back. A layer
+// wholly on the device adds nothing; a hybrid layer predicted on the device adds its cold lists
+// and x coming to the host and the CPU's sum going back; one predicted on the host sends xn
+// and its hot device rows and gets the device's partial sum back.
+TEST_CASE("what crosses between the host and the device per decoded token") {
+    const auto m = model::load(model_path(), load_options{});
+    const hparams& h = m->hp();
+    constexpr uint64_t n_new = 4, i32 = 4;
+    const uint64_t x_bytes = 4 * static_cast<uint64_t>(h.n_embd),
+                   logits = 4 * static_cast<uint64_t>(h.n_vocab),
+                   layers = static_cast<uint64_t>(h.n_layer), batch_up = x_bytes + 4 * i32;
+    const run_stats cpu = test::decode_stats(*m, nullptr, n_new);
+    CHECK(cpu.decode_link.to_device == 0);
+    CHECK(cpu.decode_link.to_host == 0);
+    CHECK(cpu.decode_link.uploads + cpu.decode_link.downloads == 0);
+    const auto per_token = [&](const run_stats& s) {
+        const auto each = [](uint64_t v) { return std::to_string(v / n_new); };
+        const std::string line = each(s.decode_link.to_device) + " B to the device in " +
+                                 each(s.decode_link.uploads) + " copies, " +
+                                 each(s.decode_link.to_host) + " B to the host in " +
+                                 each(s.decode_link.downloads) + " copies per token";
+        MESSAGE(line);
+    };
+
+    SUBCASE("every FFN neuron and dense block on the device: nothing per layer") {
+        offload off(*m, cpu_device(), with_dense(*m, 1.0, 64));
+        const run_stats s = test::decode_stats(*m, &off, n_new);
+        per_token(s);
+        CHECK(s.decode_link.to_device == n_new * batch_up);
+        CHECK(s.decode_link.uploads == n_new * 5);
+        CHECK(s.decode_link.to_host == n_new * (logits + layers * i32));
+        CHECK(s.decode_link.downloads == n_new * 2);
+        CHECK(s.ffn_active_neurons == cpu.ffn_active_neurons); // counted from the device's lists
+        CHECK(s.decode_bytes > 0);
+        CHECK(s.link.cpu_wait_seconds == 0); // no layer is split
+        CHECK(s.link.device_wait_seconds == 0);
+    }
+    SUBCASE("half of the FFN on the device, predicted there: the cold lists and x cross") {
+        offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
+        const run_stats s = test::decode_stats(*m, &off, n_new);
+        per_token(s);
+        CHECK(s.ffn_active_neurons == cpu.ffn_active_neurons);
+        CHECK(s.decode_link.to_device == n_new * (batch_up + layers * x_bytes));
+        CHECK(s.decode_link.uploads == n_new * (5 + layers));
+        const uint64_t fixed = n_new * (logits + layers * i32 + layers * (i32 + x_bytes));
+        REQUIRE(s.decode_link.to_host >= fixed);
+        const uint64_t cold_list_bytes = s.decode_link.to_host - fixed;
+        CHECK(cold_list_bytes % i32 == 0);
+        CHECK(cold_list_bytes > 0);
+        CHECK(cold_list_bytes < i32 * s.ffn_active_neurons); // some active neurons are hot
+        CHECK(s.decode_link.downloads <= n_new * (2 + 3 * layers));
+        // Each split layer waits on one side or the other: the CPU for the device's hot half, or
+        // the device (done first) for the CPU's cold one.
+        CHECK(s.link.cpu_wait_seconds > 0);
+        CHECK(s.link.cpu_wait_seconds + s.link.device_wait_seconds > 0);
+    }
+    SUBCASE("hot neurons only, predicted on the host: xn and the hot rows go, partial sums come") {
+        offload off(*m, cpu_device(), ffn_only(*m, 0.5));
+        const run_stats s = test::decode_stats(*m, &off, n_new);
+        per_token(s);
+        CHECK(s.decode_link.to_host == n_new * layers * x_bytes);
+        CHECK(s.decode_link.downloads == n_new * layers);
+        const uint64_t fixed = n_new * (2 * i32 + layers * (x_bytes + i32));
+        REQUIRE(s.decode_link.to_device > fixed);
+        CHECK(s.decode_link.to_device - fixed < i32 * s.ffn_active_neurons);
     }
 }

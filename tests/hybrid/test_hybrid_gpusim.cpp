@@ -57,10 +57,10 @@ std::unique_ptr<device> gpusim() {
 
 } // namespace
 
-// The simulation runs each GPU thread as a fiber, slowly: three models, a few steps each.
-TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for F16, Q4_0 and Q8_0 "
-          "models") {
-    for (ggml_type type : {ggml_type::f16, ggml_type::q4_0, ggml_type::q8_0}) {
+// The simulation runs each GPU thread as a fiber, slowly: four models, a few steps each.
+TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for F32, F16, Q4_0 "
+          "and Q8_0 models") {
+    for (ggml_type type : {ggml_type::f32, ggml_type::f16, ggml_type::q4_0, ggml_type::q8_0}) {
         const std::string type_name = traits_of(type).name;
         CAPTURE(type_name);
         const auto m = model::load(model_path(type), load_options{});
@@ -74,8 +74,9 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         // quantized models are compared by logits along the CPU's tokens.
         const bool exact_types = type == ggml_type::f32 || type == ggml_type::f16;
         const float tolerance = (exact_types ? 1e-3f : 5e-2f) * scale;
-        // All neurons hot for F16 (layers wholly on the device), 40% for the quantized models.
-        const double fraction = type == ggml_type::f16 ? 1.0 : 0.4;
+        // All neurons hot for F32 and F16 (layers wholly on the device), 40% for the quantized
+        // models.
+        const double fraction = exact_types ? 1.0 : 0.4;
         CAPTURE(fraction);
         auto dev = gpusim();
         REQUIRE(dev);
@@ -104,8 +105,9 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         CHECK(placed.plan.kv_on_device);
         // Quantizing gives the predictor Q5_0 except for Q4_0 targets (docs/quantization.md); the
         // GPU kernels lack Q5_0, so that predictor stays on the CPU and the rest still goes to the
-        // device.
-        CHECK(placed.plan.predictor_on_device[0] == (type == ggml_type::q4_0));
+        // device. The F32 file is not quantized.
+        const bool device_predicts = type == ggml_type::q4_0 || type == ggml_type::f32;
+        CHECK(placed.plan.predictor_on_device[0] == device_predicts);
         uint64_t hot = 0;
         for (const auto& l : placed.plan.hot)
             hot += l.size();
@@ -119,6 +121,24 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
                 diff = std::max(diff, std::abs(dev_steps[i][j] - cpu[i][j]));
             CHECK(diff <= tolerance);
             if (exact_types) CHECK(argmax(dev_steps[i]) == argmax(cpu[i]));
+        }
+        // What a decoded token sends over (docs/hybrid.md): with the predictor and every neuron
+        // on the device, only the batch (embedded x, position, cell, KV view, output row) goes
+        // and the logits and the layers' list lengths come back, in two downloads.
+        const run_stats s = test::decode_stats(*m, placed.placed.get(), 2);
+        const auto& h = m->hp();
+        const std::string line =
+            type_name + ": per decoded token " + std::to_string(s.decode_link.to_device / 2) +
+            " B to the device in " + std::to_string(s.decode_link.uploads / 2) + " copies, " +
+            std::to_string(s.decode_link.to_host / 2) + " B to the host in " +
+            std::to_string(s.decode_link.downloads / 2) + " copies";
+        MESSAGE(line);
+        if (type == ggml_type::f32) {
+            CHECK(s.decode_link.to_device == 2 * (4 * static_cast<uint64_t>(h.n_embd) + 16));
+            CHECK(s.decode_link.to_host == 2 * 4 * static_cast<uint64_t>(h.n_vocab + h.n_layer));
+            CHECK(s.decode_link.downloads == 2 * 2);
+        } else {
+            CHECK(s.decode_link.downloads > 2 * 2);
         }
     }
 }

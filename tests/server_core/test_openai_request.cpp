@@ -76,6 +76,12 @@ TEST_CASE("a body that is not JSON is a 400 naming where it breaks") {
           std::string::npos);
     CHECK(error_of([] { parse_json_body(""); }).status == 400);
     CHECK(parse_json_body("{\"a\": 1}")["a"] == 1);
+    // A number past a double is nlohmann-json's out_of_range, not a parse_error
+    // (server_request_fuzz).
+    const request_error overflow = error_of([] { parse_json_body("{\"top_p\": 1e309}"); });
+    CHECK(overflow.status == 400);
+    CHECK(overflow.message.find("number overflow parsing '1e309'") != std::string::npos);
+    CHECK(overflow.message.find("[json.exception") == std::string::npos);
 }
 
 TEST_CASE("a chat request without sampling fields takes the library's defaults") {

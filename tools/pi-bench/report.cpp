@@ -170,6 +170,13 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
         j.key("output");
         j.boolean(f.output);
         json_number_or_null(j, "hot_fraction", f.hot_fraction);
+        // Over the timed tg runs (single-token batches): what crossed between the host and the
+        // device, and how long each side of the hybrid layers waited.
+        json_integers(j, {{"decode_bytes_to_device", run.decode_bytes_to_device},
+                          {"decode_bytes_to_host", run.decode_bytes_to_host},
+                          {"decode_downloads", run.decode_downloads}});
+        json_number_or_null(j, "cpu_wait_seconds", run.tg ? run.cpu_wait_seconds : NAN);
+        json_number_or_null(j, "device_wait_seconds", run.tg ? run.device_wait_seconds : NAN);
         j.end_object();
     }
     json_conversation(j, run);
@@ -239,23 +246,42 @@ void print_markdown(const report& r, std::FILE* out) {
     if (any_offload) {
         std::fputs(
             "\n| model | mode | offload device | on the device | attention layers | predictors | "
-            "output | KV cache | FFN neurons |\n",
+            "output | KV cache | FFN neurons | crossing per token (to device / to host) | "
+            "downloads per token | waits per token (CPU / device) |\n",
             out);
-        std::fputs("| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: |\n", out);
+        std::fputs(
+            "| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n",
+            out);
         for (const run_result& run : r.runs) {
             const offload_facts& f = run.offload;
             if (f.device.empty()) {
-                std::fprintf(out, "| %s | %s | none | - | - | - | - | - | - |\n",
+                std::fprintf(out, "| %s | %s | none | - | - | - | - | - | - | - | - | - |\n",
                              model_cell(run.model).c_str(), mode_name(run.run_mode));
                 continue;
             }
-            std::fprintf(out, "| %s | %s | %s | %s | %d/%d | %d/%d | %s | %s | %s |\n",
-                         model_cell(run.model).c_str(), mode_name(run.run_mode), f.device.c_str(),
-                         bytes_binary(static_cast<double>(f.bytes)).c_str(), f.attn_layers,
-                         run.model.n_layer, f.predictor_layers, run.model.n_layer,
-                         f.output ? "yes" : "no",
-                         f.kv_n_ctx > 0 ? (std::to_string(f.kv_n_ctx) + " cells").c_str() : "host",
-                         (fixed(100 * f.hot_fraction, 1) + "%").c_str());
+            const bool tg = run.tg && run.decode_tokens > 0;
+            const std::string crossing =
+                tg ? bytes_binary(
+                         run.per_decode_token(static_cast<double>(run.decode_bytes_to_device))) +
+                         " / " +
+                         bytes_binary(
+                             run.per_decode_token(static_cast<double>(run.decode_bytes_to_host)))
+                   : "-";
+            const std::string waits =
+                tg ? fixed(1e6 * run.per_decode_token(run.cpu_wait_seconds), 0) + " / " +
+                         fixed(1e6 * run.per_decode_token(run.device_wait_seconds), 0) + " us"
+                   : "-";
+            std::fprintf(
+                out, "| %s | %s | %s | %s | %d/%d | %d/%d | %s | %s | %s | %s | %s | %s |\n",
+                model_cell(run.model).c_str(), mode_name(run.run_mode), f.device.c_str(),
+                bytes_binary(static_cast<double>(f.bytes)).c_str(), f.attn_layers,
+                run.model.n_layer, f.predictor_layers, run.model.n_layer, f.output ? "yes" : "no",
+                f.kv_n_ctx > 0 ? (std::to_string(f.kv_n_ctx) + " cells").c_str() : "host",
+                (fixed(100 * f.hot_fraction, 1) + "%").c_str(), crossing.c_str(),
+                tg ? fixed(run.per_decode_token(static_cast<double>(run.decode_downloads)), 1)
+                         .c_str()
+                   : "-",
+                waits.c_str());
         }
     }
 

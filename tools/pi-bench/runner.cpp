@@ -195,6 +195,11 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
         out.decode_bytes = stats.decode_bytes;
         out.decode_tokens = stats.n_decode_tokens;
         out.ffn_active_fraction = stats.ffn_active_fraction;
+        out.decode_bytes_to_device = stats.decode_bytes_to_device;
+        out.decode_bytes_to_host = stats.decode_bytes_to_host;
+        out.decode_downloads = stats.decode_downloads;
+        out.cpu_wait_seconds = stats.cpu_wait_seconds;
+        out.device_wait_seconds = stats.device_wait_seconds;
     }
     ctx.reset(); // the next tests make contexts of their own
     if (o.parallel > 1) {

@@ -50,6 +50,9 @@ struct run_result {
     uint64_t decode_bytes = 0;
     uint64_t decode_tokens = 0;
     double ffn_active_fraction = 0;
+    // Copies between the host and the offload device over the timed tg runs (docs/hybrid.md).
+    uint64_t decode_bytes_to_device = 0, decode_bytes_to_host = 0, decode_downloads = 0;
+    double cpu_wait_seconds = 0, device_wait_seconds = 0;
     uint64_t kv_cache_bytes = 0; // F16 K and V of every layer for n_ctx positions
     uint64_t peak_rss = 0;
     bool peak_rss_of_run_only = false; // false: the peak covers the whole process so far
@@ -57,6 +60,9 @@ struct run_result {
     std::optional<parallel_result> parallel;  // --parallel
     std::vector<chat_turn_result> chat_turns; // --chat-turns
 
+    double per_decode_token(double v) const {
+        return decode_tokens ? v / static_cast<double>(decode_tokens) : 0;
+    }
     double bytes_per_token() const {
         return decode_tokens
                    ? static_cast<double>(decode_bytes) / static_cast<double>(decode_tokens)

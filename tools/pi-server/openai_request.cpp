@@ -475,8 +475,9 @@ json parse_json_body(std::string_view body) {
     json value;
     try {
         value = json::parse(body.begin(), body.end());
-    } catch (const json::parse_error& e) {
-        // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+    } catch (const json::exception& e) {
+        // parse_error, or out_of_range for a number past a double ("1e309"). e.what() is
+        // "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
         std::string detail = e.what();
         if (const size_t close = detail.find("] "); close != std::string::npos)
             detail.erase(0, close + 2);
