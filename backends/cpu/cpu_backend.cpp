@@ -225,7 +225,7 @@ extern "C" int pib_cpu_backend_create_with(int32_t n_threads, size_t memory_capa
     if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
     out->vt = nullptr;
     out->ctx = nullptr;
-    if (kernels < PIB_CPU_KERNELS_AUTO || kernels > PIB_CPU_KERNELS_AVX512)
+    if (kernels < PIB_CPU_KERNELS_AUTO || kernels > PIB_CPU_KERNELS_NEON_DOTPROD)
         return PIB_ERR_INVALID_ARGUMENT;
     const int32_t level = kernels == PIB_CPU_KERNELS_AUTO ? auto_kernels() : kernels;
     if (!kernels_supported(level)) return PIB_ERR_UNSUPPORTED;

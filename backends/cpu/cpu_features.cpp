@@ -4,8 +4,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #if defined(POWERINFER_CPU_X86)
 #include <cpuid.h>
+#endif
+#if defined(POWERINFER_CPU_ARM64)
+#include "arm_features.hpp"
 #endif
 
 namespace pi::cpu {
@@ -38,10 +42,53 @@ bool has_avx512_vnni() noexcept {
 }
 #endif
 
+// 1 for the x86 levels, 2 for the ARM ones, 0 for SCALAR.
+int level_family(int32_t level) noexcept {
+    if (level == PIB_CPU_KERNELS_AVX2 || level == PIB_CPU_KERNELS_AVX512) return 1;
+    if (level == PIB_CPU_KERNELS_NEON || level == PIB_CPU_KERNELS_NEON_DOTPROD) return 2;
+    return 0;
+}
+
+// The next level down of a level's family; SCALAR below each family's lowest.
+int32_t level_below(int32_t level) noexcept {
+    switch (level) {
+    case PIB_CPU_KERNELS_AVX512:
+        return PIB_CPU_KERNELS_AVX2;
+    case PIB_CPU_KERNELS_NEON_DOTPROD:
+        return PIB_CPU_KERNELS_NEON;
+    default:
+        return PIB_CPU_KERNELS_SCALAR;
+    }
+}
+
+// The best supported level at or below `level` in its family.
+int32_t supported_at_most(int32_t level) noexcept {
+    while (!kernels_supported(level))
+        level = level_below(level);
+    return level;
+}
+
 int32_t best_kernels() noexcept {
-    if (kernels_supported(PIB_CPU_KERNELS_AVX512)) return PIB_CPU_KERNELS_AVX512;
-    if (kernels_supported(PIB_CPU_KERNELS_AVX2)) return PIB_CPU_KERNELS_AVX2;
+    for (int32_t top : {PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON_DOTPROD}) {
+        const int32_t level = supported_at_most(top);
+        if (level != PIB_CPU_KERNELS_SCALAR) return level;
+    }
     return PIB_CPU_KERNELS_SCALAR;
+}
+
+// The level an environment value names; -1 for an unknown name.
+int32_t named_level(const char* name) noexcept {
+    static constexpr struct {
+        const char* name;
+        int32_t level;
+    } names[] = {{"scalar", PIB_CPU_KERNELS_SCALAR},
+                 {"avx2", PIB_CPU_KERNELS_AVX2},
+                 {"avx512", PIB_CPU_KERNELS_AVX512},
+                 {"neon", PIB_CPU_KERNELS_NEON},
+                 {"neon_dotprod", PIB_CPU_KERNELS_NEON_DOTPROD}};
+    for (const auto& n : names)
+        if (std::strcmp(name, n.name) == 0) return n.level;
+    return -1;
 }
 
 } // namespace
@@ -56,6 +103,12 @@ bool kernels_supported(int32_t level) noexcept {
     case PIB_CPU_KERNELS_AVX512:
         return has_avx512();
 #endif
+#if defined(POWERINFER_CPU_ARM64)
+    case PIB_CPU_KERNELS_NEON:
+        return true;
+    case PIB_CPU_KERNELS_NEON_DOTPROD:
+        return arm_features().dotprod;
+#endif
     default:
         return false;
     }
@@ -65,11 +118,12 @@ int32_t auto_kernels() noexcept {
     const int32_t best = best_kernels();
     const char* env = std::getenv("POWERINFER_CPU_KERNELS");
     if (env == nullptr) return best;
-    int32_t wanted = best;
-    if (std::strcmp(env, "scalar") == 0) wanted = PIB_CPU_KERNELS_SCALAR;
-    if (std::strcmp(env, "avx2") == 0) wanted = PIB_CPU_KERNELS_AVX2;
-    if (std::strcmp(env, "avx512") == 0) wanted = PIB_CPU_KERNELS_AVX512;
-    return wanted < best ? wanted : best;
+    const int32_t wanted = named_level(env);
+    // Another architecture's level, or an unknown name: the best level.
+    if (wanted < 0 ||
+        (wanted != PIB_CPU_KERNELS_SCALAR && level_family(wanted) != level_family(best)))
+        return best;
+    return supported_at_most(wanted);
 }
 
 const simd_kernels* kernels_table(int32_t level) noexcept {
@@ -79,6 +133,12 @@ const simd_kernels* kernels_table(int32_t level) noexcept {
         return &avx2_kernels();
     case PIB_CPU_KERNELS_AVX512:
         return has_avx512_vnni() ? &avx512_vnni_kernels() : &avx512_kernels();
+#endif
+#if defined(POWERINFER_CPU_ARM64)
+    case PIB_CPU_KERNELS_NEON:
+        return &neon_kernels();
+    case PIB_CPU_KERNELS_NEON_DOTPROD:
+        return &neon_dotprod_kernels();
 #endif
     default:
         return nullptr;
@@ -91,6 +151,10 @@ const char* device_name(int32_t level) noexcept {
         return "cpu (avx2)";
     case PIB_CPU_KERNELS_AVX512:
         return "cpu (avx512)";
+    case PIB_CPU_KERNELS_NEON:
+        return "cpu (neon)";
+    case PIB_CPU_KERNELS_NEON_DOTPROD:
+        return "cpu (neon_dotprod)";
     default:
         return "cpu (scalar)";
     }

@@ -1,8 +1,9 @@
 #pragma once
 // The inner loops of the fast CPU kernels: one table of plain function pointers per instruction
 // set, each compiled in its own file with that set enabled (simd_avx2.cpp, simd_avx512.cpp,
-// simd_avx512_vnni.cpp) and picked at run time. Threads, scratch and argument checks stay in the
-// portable kernels; these loops only see raw, already validated pointers.
+// simd_avx512_vnni.cpp; simd_neon.cpp, simd_neon_dotprod.cpp) and picked at run time. Threads,
+// scratch and argument checks stay in the portable kernels; these loops only see raw, already
+// validated pointers.
 //
 // Every output element is a fixed sequence of float FMAs that does not depend on how the caller
 // split the work into chunks, on which rows or tokens share a register tile, or on the batch
@@ -201,6 +202,11 @@ struct simd_kernels {
     // a * dmin * m are summed per sub-block and subtracted once at the end.
     void (*axpy_rows_k)(const weights& wt, const int32_t* rows, int64_t n, const float* a,
                         float* y, int64_t c0, int64_t c1);
+
+    // The weight types the products and accumulates above take, a bit 1 << wtype each; a table
+    // may also leave attend, select, rms_norm, add, relu or glu null. The reference kernels run
+    // what a table leaves out (the NEON tables, simd_neon_impl.hpp); the x86 tables take all.
+    uint32_t weight_types;
 };
 
 // The tables of the instruction-set files; use one only when the CPU supports its set.
@@ -208,5 +214,8 @@ const simd_kernels& avx2_kernels() noexcept;
 const simd_kernels& avx512_kernels() noexcept;
 // AVX-512 with VNNI: the same results as avx512_kernels, bit for bit, from vpdpbusd.
 const simd_kernels& avx512_vnni_kernels() noexcept;
+// NEON (every AArch64 CPU), and with the dot-product extension: the same results bit for bit.
+const simd_kernels& neon_kernels() noexcept;
+const simd_kernels& neon_dotprod_kernels() noexcept;
 
 } // namespace pi::cpu

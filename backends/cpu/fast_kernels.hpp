@@ -11,9 +11,10 @@ namespace pi::cpu {
 
 // fast_matmul.cpp; weights are F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K (see
 // fast_weight_type), lists hold counts within capacity and valid indices.
-// Whether the fast products and accumulates take weights of this (accepted) type; the others
-// (Q2_K, Q3_K, Q5_K) run on the reference kernels at every level.
-bool fast_weight_type(uint32_t type);
+// Whether the fast products and accumulates of k take weights of this (accepted) type; the others
+// (Q2_K, Q3_K, Q5_K at every level, and those a table's weight_types leaves out) run on the
+// reference kernels.
+bool fast_weight_type(const simd_kernels& k, uint32_t type);
 int fast_mul_mat(context& c, const view& w, const view& x, const view& y);
 // fast_mul_mat_sparse: one or two matrices w[m] of one type and shape sharing x and the lists,
 // into y[m].

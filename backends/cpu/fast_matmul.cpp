@@ -18,30 +18,32 @@ constexpr int64_t decode_task_bytes = 64 << 10;
 // Bytes of weight rows a prompt-batch task keeps in the L2 cache while all tokens pass.
 constexpr int64_t batch_task_bytes = 256 << 10;
 
+// The wtype of an accepted weight type (see fast_weight_type).
+wtype wtype_of(uint32_t type) {
+    switch (static_cast<ggml_type>(type)) {
+    case ggml_type::f16:
+        return wtype::f16;
+    case ggml_type::q4_0:
+        return wtype::q4_0;
+    case ggml_type::q4_1:
+        return wtype::q4_1;
+    case ggml_type::q5_0:
+        return wtype::q5_0;
+    case ggml_type::q5_1:
+        return wtype::q5_1;
+    case ggml_type::q8_0:
+        return wtype::q8_0;
+    case ggml_type::q4_k:
+        return wtype::q4_k;
+    case ggml_type::q6_k:
+        return wtype::q6_k;
+    default:
+        return wtype::f32;
+    }
+}
+
 weights weights_of(const view& w) {
-    auto type = [&] {
-        switch (static_cast<ggml_type>(w.type)) {
-        case ggml_type::f16:
-            return wtype::f16;
-        case ggml_type::q4_0:
-            return wtype::q4_0;
-        case ggml_type::q4_1:
-            return wtype::q4_1;
-        case ggml_type::q5_0:
-            return wtype::q5_0;
-        case ggml_type::q5_1:
-            return wtype::q5_1;
-        case ggml_type::q8_0:
-            return wtype::q8_0;
-        case ggml_type::q4_k:
-            return wtype::q4_k;
-        case ggml_type::q6_k:
-            return wtype::q6_k;
-        default:
-            return wtype::f32;
-        }
-    };
-    return weights{w.base, w.nb1, w.ne0, type()};
+    return weights{w.base, w.nb1, w.ne0, wtype_of(w.type)};
 }
 
 bool quantized(const weights& w) {
@@ -133,14 +135,14 @@ constexpr int64_t few_tokens = 16;
 
 } // namespace
 
-bool fast_weight_type(uint32_t type) {
+bool fast_weight_type(const simd_kernels& k, uint32_t type) {
     switch (static_cast<ggml_type>(type)) {
     case ggml_type::q2_k:
     case ggml_type::q3_k:
     case ggml_type::q5_k:
         return false;
     default:
-        return true;
+        return (k.weight_types >> static_cast<uint32_t>(wtype_of(type)) & 1u) != 0;
     }
 }
 

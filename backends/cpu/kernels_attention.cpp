@@ -74,7 +74,7 @@ int attention(context& c, const pib_tensor* q, const pib_tensor* k_cache, const 
         vkp.ne1 != 1 || vkp.ne0 < p->n_kv)
         return PIB_ERR_INVALID_ARGUMENT;
 
-    if (c.simd != nullptr) {
+    if (c.simd != nullptr && c.simd->attend != nullptr) {
         const bool float_caches = (vk.is(ggml_type::f32) || vk.is(ggml_type::f16)) &&
                                   (vv.is(ggml_type::f32) || vv.is(ggml_type::f16));
         if (!float_caches) return PIB_ERR_UNSUPPORTED;

@@ -87,7 +87,7 @@ int add(context& c, const pib_tensor* a, const pib_tensor* b, const pib_tensor* 
     view va, vb, vo;
     if (const int s = make_views({{a, &va}, {b, &vb}, {out, &vo}}); s != PIB_OK) return s;
     if (!f32_same_shape(va, vb) || !f32_same_shape(va, vo)) return PIB_ERR_INVALID_ARGUMENT;
-    if (c.simd != nullptr) return fast_add(c, va, vb, vo);
+    if (c.simd != nullptr && c.simd->add != nullptr) return fast_add(c, va, vb, vo);
     map2(c, va, vb, vo, [](float x, float y) { return x + y; });
     return PIB_OK;
 }
@@ -133,7 +133,7 @@ int relu(context& c, const pib_tensor* x, const pib_tensor* out) {
     view vx, vo;
     if (const int s = make_views({{x, &vx}, {out, &vo}}); s != PIB_OK) return s;
     if (!f32_same_shape(vx, vo)) return PIB_ERR_INVALID_ARGUMENT;
-    if (c.simd != nullptr) return fast_relu(c, vx, vo);
+    if (c.simd != nullptr && c.simd->relu != nullptr) return fast_relu(c, vx, vo);
     map2(c, vx, vx, vo, [](float v, float) { return relu1(v); });
     return PIB_OK;
 }
@@ -144,7 +144,7 @@ int glu(context& c, const pib_tensor* gate, const pib_tensor* up, int32_t kind,
     if (const int s = make_views({{gate, &vg}, {up, &vu}, {out, &vo}}); s != PIB_OK) return s;
     if (!f32_same_shape(vg, vu) || !f32_same_shape(vg, vo)) return PIB_ERR_INVALID_ARGUMENT;
     const bool known = kind == PIB_GLU_RELU || kind == PIB_GLU_SILU || kind == PIB_GLU_RELU_RELU;
-    if (c.simd != nullptr && known) return fast_glu(c, vg, vu, kind, vo);
+    if (c.simd != nullptr && c.simd->glu != nullptr && known) return fast_glu(c, vg, vu, kind, vo);
     switch (kind) {
     case PIB_GLU_RELU:
         map2(c, vg, vu, vo, [](float g, float u) { return relu1(g) * u; });

@@ -56,7 +56,7 @@ bool product_shaped(const view& w, const view& x, const view& y) {
 
 // Whether the fast kernels run this product: the context has them and they take w's type.
 bool fast(const context& c, const view& w) {
-    return c.simd != nullptr && fast_weight_type(w.type);
+    return c.simd != nullptr && fast_weight_type(*c.simd, w.type);
 }
 
 } // namespace
@@ -200,7 +200,8 @@ int select_active(context& c, const pib_tensor* p, float threshold, const pib_te
     if (!vp.is(ggml_type::f32) || !lists_shaped(vi, vc, vp.ne1) ||
         vp.ne0 > std::numeric_limits<int32_t>::max())
         return PIB_ERR_INVALID_ARGUMENT;
-    if (c.simd != nullptr) return fast_select_active(c, vp, threshold, vi, vc);
+    if (c.simd != nullptr && c.simd->select != nullptr)
+        return fast_select_active(c, vp, threshold, vi, vc);
     auto active = [&](int64_t t) {
         const float* pt = vp.row<const float>(t);
         int64_t k = 0;

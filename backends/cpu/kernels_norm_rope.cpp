@@ -15,7 +15,7 @@ int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, co
         !vx.same_shape(vy) || vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) ||
         !std::isfinite(eps))
         return PIB_ERR_INVALID_ARGUMENT;
-    if (c.simd != nullptr) return fast_rms_norm(c, vx, vw, eps, vy);
+    if (c.simd != nullptr && c.simd->rms_norm != nullptr) return fast_rms_norm(c, vx, vw, eps, vy);
     const float* weight = vw.row<const float>(0);
     parallel_1d(c, vx.ne1, grain_for(vx.ne0), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
@@ -38,7 +38,8 @@ int layer_norm(context& c, const pib_tensor* x, const pib_tensor* w, const pib_t
     if (const int s = make_views({{x, &vx}, {w, &vw}, {y, &vy}}); s != PIB_OK) return s;
     if (b != nullptr) {
         if (const int s = make_views({{b, &vb}}); s != PIB_OK) return s;
-        if (!vb.is(ggml_type::f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1) return PIB_ERR_INVALID_ARGUMENT;
+        if (!vb.is(ggml_type::f32) || vb.ne0 != vx.ne0 || vb.ne1 != 1)
+            return PIB_ERR_INVALID_ARGUMENT;
     }
     if (!vx.is(ggml_type::f32) || !vw.is(ggml_type::f32) || !vy.is(ggml_type::f32) ||
         !vx.same_shape(vy) || vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) ||

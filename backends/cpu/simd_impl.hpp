@@ -834,6 +834,7 @@ template <quant_vector V> struct impl {
             .mul_mat_k = KQ::mul_mat_k,
             .mul_rows_batch_k = KQ::mul_rows_batch_k,
             .axpy_rows_k = KQ::axpy_rows_k,
+            .weight_types = ~0u,
         };
     }
 };

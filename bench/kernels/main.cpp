@@ -31,7 +31,8 @@ struct options {
     std::vector<int> threads = {1, 2};
     std::string only; // run only measurements whose name contains this
     std::vector<int32_t> levels = {PIB_CPU_KERNELS_SCALAR, PIB_CPU_KERNELS_AVX2,
-                                   PIB_CPU_KERNELS_AVX512};
+                                   PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON,
+                                   PIB_CPU_KERNELS_NEON_DOTPROD};
 };
 
 double seconds(clock_type::time_point a, clock_type::time_point b) {
@@ -260,8 +261,8 @@ void run_level(int32_t level, int threads, std::vector<uint64_t>& arena, const o
             const std::string name = pi::traits_of(static_cast<uint32_t>(type)).name;
             const size_t bytes = pi::row_bytes(type, d) * static_cast<size_t>(ff);
             const double active_bytes = static_cast<double>(count[0]) * pi::row_bytes(type, d);
-            measure("sparse mat-vec " + name + " 2048x5632 10%", bytes, all_copies, active_bytes,
-                    0, [&](size_t off) {
+            measure("sparse mat-vec " + name + " 2048x5632 10%", bytes, all_copies, active_bytes, 0,
+                    [&](size_t off) {
                         const pib_tensor tw = b.weight(type, d, ff, off);
                         vt.mul_mat_sparse(b.ctx(), &tw, &tx, &ti, &tc, &ty);
                     });
@@ -358,7 +359,8 @@ int usage() {
                          "  --rounds N   rounds per measurement, best kept (default 5)\n"
                          "  --threads L  comma-separated thread counts (default 1,2)\n"
                          "  --only S     only the measurements whose name contains S\n"
-                         "  --levels L   kernel levels among scalar,avx2,avx512 (default all)\n");
+                         "  --levels L   kernel levels among scalar,avx2,avx512,neon,neon_dotprod "
+                         "(default all)\n");
     return 2;
 }
 
@@ -383,6 +385,10 @@ int main(int argc, char** argv) {
                     o.levels.push_back(PIB_CPU_KERNELS_AVX2);
                 else if (name == "avx512")
                     o.levels.push_back(PIB_CPU_KERNELS_AVX512);
+                else if (name == "neon")
+                    o.levels.push_back(PIB_CPU_KERNELS_NEON);
+                else if (name == "neon_dotprod")
+                    o.levels.push_back(PIB_CPU_KERNELS_NEON_DOTPROD);
                 else
                     return usage();
             }

@@ -1,5 +1,12 @@
 #include <mutex>
 #include <string>
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
 
 #include "api/api_support.hpp"
 #include "backend/module_loader.hpp"
@@ -11,6 +18,14 @@
 
 namespace {
 
+#if defined(__aarch64__) && defined(__APPLE__)
+bool sysctl_flag(const char* name) {
+    int32_t value = 0;
+    size_t size = sizeof(value);
+    return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+#endif
+
 std::string cpu_features() {
     std::string f;
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,6 +36,17 @@ std::string cpu_features() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0) f += " F16C";
     if (__builtin_cpu_supports("avx512f")) f += " AVX512F";
+#elif defined(__aarch64__)
+    f += " NEON";
+#if defined(__linux__)
+    // The HWCAP bits the CPU backend's NEON levels read (backends/cpu/arm_features.cpp).
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+    if ((hwcap & HWCAP_ASIMDDP) != 0) f += " DOTPROD";
+    if ((hwcap & HWCAP_ASIMDHP) != 0) f += " FP16";
+#elif defined(__APPLE__)
+    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f += " DOTPROD";
+    if (sysctl_flag("hw.optional.arm.FEAT_FP16")) f += " FP16";
+#endif
 #endif
     return f.empty() ? " (none detected)" : f;
 }

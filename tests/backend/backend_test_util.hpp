@@ -54,7 +54,8 @@ inline std::vector<float> through_half(std::vector<float> v) {
 // The fast kernel levels (pib_cpu_kernels) this machine runs, best last.
 inline std::vector<int32_t> fast_levels() {
     std::vector<int32_t> out;
-    for (int32_t level : {PIB_CPU_KERNELS_AVX2, PIB_CPU_KERNELS_AVX512}) {
+    for (int32_t level : {PIB_CPU_KERNELS_AVX2, PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON,
+                          PIB_CPU_KERNELS_NEON_DOTPROD}) {
         pib_backend b{};
         if (pib_cpu_backend_create_with(1, 0, level, &b) != PIB_OK) continue;
         b.vt->destroy(b.ctx);

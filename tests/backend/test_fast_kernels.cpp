@@ -87,7 +87,8 @@ const mat_shape mat_shapes[] = {{37, 29, 1},   {37, 29, 3}, {1, 5, 7},     {5, 1
 
 TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown levels") {
     pib_backend b{};
-    CHECK(pib_cpu_backend_create_with(1, 0, 4, &b) == PIB_ERR_INVALID_ARGUMENT);
+    CHECK(pib_cpu_backend_create_with(1, 0, PIB_CPU_KERNELS_NEON_DOTPROD + 1, &b) ==
+          PIB_ERR_INVALID_ARGUMENT);
     CHECK(pib_cpu_backend_create_with(1, 0, -1, &b) == PIB_ERR_INVALID_ARGUMENT);
     CHECK(pib_cpu_backend_create_with(1, 0, PIB_CPU_KERNELS_SCALAR, nullptr) ==
           PIB_ERR_INVALID_ARGUMENT);
@@ -99,8 +100,20 @@ TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown level
     };
     CHECK(name_of(PIB_CPU_KERNELS_SCALAR) == "cpu (scalar)");
     const auto levels = fast_levels();
+    const auto expected_name = [](int32_t level) -> std::string {
+        switch (level) {
+        case PIB_CPU_KERNELS_AVX2:
+            return "cpu (avx2)";
+        case PIB_CPU_KERNELS_AVX512:
+            return "cpu (avx512)";
+        case PIB_CPU_KERNELS_NEON:
+            return "cpu (neon)";
+        default:
+            return "cpu (neon_dotprod)";
+        }
+    };
     for (int32_t level : levels)
-        CHECK(name_of(level) == (level == PIB_CPU_KERNELS_AVX2 ? "cpu (avx2)" : "cpu (avx512)"));
+        CHECK(name_of(level) == expected_name(level));
     const std::string best = levels.empty() ? "cpu (scalar)" : name_of(levels.back());
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
 
@@ -111,6 +124,14 @@ TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown level
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
     REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "bogus") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
+    // Another architecture's level gives the best level; NEON lowers NEON_DOTPROD.
+    const bool arm = !levels.empty() && levels.front() == PIB_CPU_KERNELS_NEON;
+    REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "neon") == 0);
+    CHECK(name_of(PIB_CPU_KERNELS_AUTO) == (arm ? "cpu (neon)" : best));
+    REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "avx2") == 0);
+    CHECK(name_of(PIB_CPU_KERNELS_AUTO) == (arm              ? best
+                                            : levels.empty() ? "cpu (scalar)"
+                                                             : "cpu (avx2)"));
     REQUIRE(pi::test::unset_env("POWERINFER_CPU_KERNELS") == 0);
     if (levels.empty())
         MESSAGE("no fast kernel level on this machine: only the scalar kernels run");

@@ -1,6 +1,7 @@
 // mul_mat, mul_mat_sparse, axpy_sparse and get_rows on Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights and
-// the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, at every kernel level this machine runs, against a "dequantize, then F32" oracle: the weights
-// dequantized with traits_of(type).to_float into an F32 tensor and the SCALAR kernel run on that.
+// the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, at every kernel level this machine runs, against a
+// "dequantize, then F32" oracle: the weights dequantized with traits_of(type).to_float into an F32
+// tensor and the SCALAR kernel run on that.
 //
 // Tolerances, with scale = sum|w * x| over the dequantized weights:
 // - scalar kernels: |got - oracle| <= 1e-5 * scale + 1e-6 (they dequantize block by block and
@@ -68,8 +69,8 @@ std::vector<unsigned char> random_k_blocks(uint32_t type, size_t n_blocks, uint3
     for (size_t k = 0; k < n_blocks; ++k)
         for (size_t off : halves) {
             const uint32_t r = rng();
-            const uint16_t h = static_cast<uint16_t>((r & 0x8000u) | (5u + (r >> 16) % 4) << 10 |
-                                                     (r & 0x3ffu));
+            const uint16_t h =
+                static_cast<uint16_t>((r & 0x8000u) | (5u + (r >> 16) % 4) << 10 | (r & 0x3ffu));
             std::memcpy(out.data() + k * size + off, &h, sizeof h);
         }
     return out;
@@ -140,15 +141,75 @@ void check_against(uint32_t type, const std::vector<float>& want, const std::vec
 // dense few-token kernels.
 // For the K-quants (whole super-blocks): 1 to 9 tokens, and 20, past the sparse products'
 // token-by-token limit.
-const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},   {256, 301, 1},
-                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5},  {608, 17, 1},
-                            {96, 19, 2},  {352, 37, 4}, {160, 9, 3},   {608, 23, 8}};
+const mat_shape shapes[] = {{32, 29, 1},  {64, 7, 3},   {96, 33, 7},  {256, 301, 1},
+                            {160, 65, 3}, {128, 67, 9}, {352, 21, 5}, {608, 17, 1},
+                            {96, 19, 2},  {352, 37, 4}, {160, 9, 3},  {608, 23, 8}};
 const mat_shape k_shapes[] = {{256, 301, 1}, {512, 37, 3}, {768, 21, 9}, {256, 41, 20},
                               {1024, 17, 4}, {512, 13, 2}, {2048, 9, 1}};
 
 std::span<const mat_shape> shapes_for(uint32_t type) {
     if (k_quant(type)) return k_shapes;
     return shapes;
+}
+
+// Two kernel tables of one architecture that must agree bit for bit (with and without a dot
+// product instruction) on every quantized product of the types they take: a batch, one token
+// alone, a sparse list, sparse batch lists, and a pair of matrices sharing the lists.
+void check_same_quantized_bits(const pi::cpu::simd_kernels& a, const pi::cpu::simd_kernels& b) {
+    using pi::cpu::wtype;
+    const std::pair<uint32_t, wtype> types[] = {{Q4_0, wtype::q4_0},
+                                                {Q4_1, wtype::q4_1},
+                                                {Q5_0, wtype::q5_0},
+                                                {Q5_1, wtype::q5_1},
+                                                {Q8_0, wtype::q8_0}};
+    const int64_t rows = 21, n_tok = 5;
+    for (const auto& [type, wt] : types) {
+        if ((a.weight_types >> static_cast<uint32_t>(wt) & 1u) == 0) continue;
+        for (int64_t cols : {96, 256, 352}) { // 3 and 11 blocks: a last register of one block
+            CAPTURE(type);
+            CAPTURE(cols);
+            const quantized q = quantize(type, cols, rows, 17), q2 = quantize(type, cols, rows, 19);
+            const auto x = random_floats(static_cast<size_t>(cols * n_tok), 18);
+            const size_t row_bytes = pi::row_bytes(static_cast<pi::ggml_type>(type), cols);
+            const pi::cpu::weights w{reinterpret_cast<const std::byte*>(q.blocks.data()), row_bytes,
+                                     cols, wt};
+            const pi::cpu::weights pair[2] = {
+                w, {reinterpret_cast<const std::byte*>(q2.blocks.data()), row_bytes, cols, wt}};
+            // Rows 0, 2, 4, ... for every token, regrouped per row as the batch kernels take them.
+            std::vector<int32_t> list, offsets = {0}, tokens;
+            for (int32_t r = 0; r < rows; ++r) {
+                if (r % 2 == 0) list.push_back(r);
+                for (int32_t t = 0; r % 2 == 0 && t < n_tok; ++t)
+                    tokens.push_back(t);
+                offsets.push_back(static_cast<int32_t>(tokens.size()));
+            }
+            auto run = [&](const pi::cpu::simd_kernels& k) {
+                const int64_t blocks = cols / 32, stride = pi::cpu::quant_stride(blocks);
+                const int64_t row = pi::cpu::quant_block_bytes * stride;
+                std::vector<pi::cpu::cache_line> acts(static_cast<size_t>(row / 64 * n_tok));
+                auto* base = reinterpret_cast<std::byte*>(acts.data());
+                for (int64_t t = 0; t < n_tok; ++t)
+                    k.prepare_q(wt, x.data() + t * cols, blocks, stride, base + t * row);
+                const pi::cpu::quant_acts xa{base, stride};
+                // A batch, one token alone, a sparse list, sparse batch lists, and the pair.
+                std::vector<float> out(static_cast<size_t>(5 * rows * n_tok + rows), 0.0f);
+                k.mul_mat_q(w, 0, rows, xa, n_tok, {out.data(), rows * sizeof(float)});
+                k.mul_mat_q(w, 0, rows, xa, 1,
+                            {out.data() + 3 * rows * n_tok, rows * sizeof(float)});
+                k.mul_rows_q(w, list.data(), static_cast<int64_t>(list.size()), xa,
+                             out.data() + rows * n_tok);
+                const pi::cpu::f32_rows_out one = {out.data() + 2 * rows * n_tok,
+                                                   rows * sizeof(float)};
+                k.mul_rows_batch_q(&w, 1, 0, rows, offsets.data(), tokens.data(), xa, &one);
+                const pi::cpu::f32_rows_out two[2] = {
+                    {out.data() + 4 * rows * n_tok + rows, rows * sizeof(float)},
+                    {out.data() + 3 * rows * n_tok + rows, rows * sizeof(float)}};
+                k.mul_rows_batch_q(pair, 2, 0, rows, offsets.data(), tokens.data(), xa, two);
+                return out;
+            };
+            CHECK(bitwise_equal(run(a), run(b)));
+        }
+    }
 }
 
 } // namespace
@@ -358,66 +419,28 @@ TEST_CASE("a token gets the same bits from the quantized kernels decoded alone o
 }
 
 TEST_CASE("the AVX-512 quantized products give the same bits with and without VNNI") {
+#if defined(__x86_64__)
     if (!pi::cpu::kernels_supported(PIB_CPU_KERNELS_AVX512) ||
         !__builtin_cpu_supports("avx512vnni")) {
         MESSAGE("skipped: this CPU lacks AVX-512 VNNI");
         return;
     }
-    using pi::cpu::wtype;
-    const std::pair<uint32_t, wtype> types[] = {{Q4_0, wtype::q4_0},
-                                                {Q4_1, wtype::q4_1},
-                                                {Q5_0, wtype::q5_0},
-                                                {Q5_1, wtype::q5_1},
-                                                {Q8_0, wtype::q8_0}};
-    const int64_t rows = 21, n_tok = 5;
-    for (const auto& [type, wt] : types) {
-        for (int64_t cols : {96, 256, 352}) { // 3 and 11 blocks: a last register of one block
-            CAPTURE(type);
-            CAPTURE(cols);
-            const quantized q = quantize(type, cols, rows, 17), q2 = quantize(type, cols, rows, 19);
-            const auto x = random_floats(static_cast<size_t>(cols * n_tok), 18);
-            const size_t row_bytes = pi::row_bytes(static_cast<pi::ggml_type>(type), cols);
-            const pi::cpu::weights w{reinterpret_cast<const std::byte*>(q.blocks.data()), row_bytes,
-                                     cols, wt};
-            // A pair sharing the lists, as an FFN's up and gate.
-            const pi::cpu::weights pair[2] = {
-                w, {reinterpret_cast<const std::byte*>(q2.blocks.data()), row_bytes, cols, wt}};
-            // Rows 0, 2, 4, ... for every token, regrouped per row as the batch kernels take them.
-            std::vector<int32_t> list, offsets = {0}, tokens;
-            for (int32_t r = 0; r < rows; ++r) {
-                if (r % 2 == 0) list.push_back(r);
-                for (int32_t t = 0; r % 2 == 0 && t < n_tok; ++t)
-                    tokens.push_back(t);
-                offsets.push_back(static_cast<int32_t>(tokens.size()));
-            }
-            auto run = [&](const pi::cpu::simd_kernels& k) {
-                const int64_t blocks = cols / 32, stride = pi::cpu::quant_stride(blocks);
-                const int64_t row = pi::cpu::quant_block_bytes * stride;
-                std::vector<pi::cpu::cache_line> acts(static_cast<size_t>(row / 64 * n_tok));
-                auto* base = reinterpret_cast<std::byte*>(acts.data());
-                for (int64_t t = 0; t < n_tok; ++t)
-                    k.prepare_q(wt, x.data() + t * cols, blocks, stride, base + t * row);
-                const pi::cpu::quant_acts xa{base, stride};
-                // A batch, one token alone, a sparse list, sparse batch lists, and the pair.
-                std::vector<float> out(static_cast<size_t>(5 * rows * n_tok + rows), 0.0f);
-                k.mul_mat_q(w, 0, rows, xa, n_tok, {out.data(), rows * sizeof(float)});
-                k.mul_mat_q(w, 0, rows, xa, 1,
-                            {out.data() + 3 * rows * n_tok, rows * sizeof(float)});
-                k.mul_rows_q(w, list.data(), static_cast<int64_t>(list.size()), xa,
-                             out.data() + rows * n_tok);
-                const pi::cpu::f32_rows_out one = {out.data() + 2 * rows * n_tok,
-                                                   rows * sizeof(float)};
-                k.mul_rows_batch_q(&w, 1, 0, rows, offsets.data(), tokens.data(), xa, &one);
-                const pi::cpu::f32_rows_out two[2] = {
-                    {out.data() + 4 * rows * n_tok + rows, rows * sizeof(float)},
-                    {out.data() + 3 * rows * n_tok + rows, rows * sizeof(float)}};
-                k.mul_rows_batch_q(pair, 2, 0, rows, offsets.data(), tokens.data(), xa, two);
-                return out;
-            };
-            CHECK(
-                bitwise_equal(run(pi::cpu::avx512_kernels()), run(pi::cpu::avx512_vnni_kernels())));
-        }
+    check_same_quantized_bits(pi::cpu::avx512_kernels(), pi::cpu::avx512_vnni_kernels());
+#else
+    MESSAGE("skipped: not an x86-64 build");
+#endif
+}
+
+TEST_CASE("the NEON quantized products give the same bits with and without SDOT") {
+#if defined(__aarch64__)
+    if (!pi::cpu::kernels_supported(PIB_CPU_KERNELS_NEON_DOTPROD)) {
+        MESSAGE("skipped: this CPU lacks the dot-product extension");
+        return;
     }
+    check_same_quantized_bits(pi::cpu::neon_kernels(), pi::cpu::neon_dotprod_kernels());
+#else
+    MESSAGE("skipped: not an AArch64 build");
+#endif
 }
 
 TEST_CASE("K-quant row-sparse products give the dense product's bits on the listed rows") {

@@ -133,8 +133,13 @@ class Checker:
             self.failures.append(what)
 
 
+# What runs the engine's programs: nothing natively; qemu-aarch64 and its flags for a
+# cross-compiled build (--emulator), while NumPy runs on the host.
+EMULATOR = []
+
+
 def run(cmd):
-    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    res = subprocess.run(EMULATOR + [str(c) for c in cmd], capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} exited {res.returncode}: "
                            f"{res.stderr.strip() or res.stdout.strip()}")
@@ -320,7 +325,11 @@ def main():
     only.add_argument("--oracle-only", action="store_true", help="skip the engine comparison")
     only.add_argument("--engine-only", action="store_true",
                       help="only the engine comparison (no generator or oracle checks)")
+    ap.add_argument("--emulator", default="",
+                    help="'|'-separated command that runs the engine's programs "
+                         "(CMAKE_CROSSCOMPILING_EMULATOR of a cross build)")
     args = ap.parse_args()
+    EMULATOR[:] = [a for a in args.emulator.split("|") if a]
 
     groups = [g for g in args.families.split(",") if g]
     unknown = [g for g in groups if g not in FAMILY_GROUPS]
