@@ -45,13 +45,16 @@ pi::gguf::value* key(pi::test::model_edit& e, const std::string& name) {
 // Little-endian GGUF fields, for files the writer refuses to produce.
 struct raw {
     std::vector<uint8_t> b;
-    raw& bytes(const void* p, size_t n) {
-        const auto* c = static_cast<const uint8_t*>(p);
-        b.insert(b.end(), c, c + n);
+    raw& bytes(const char* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(p[i]));
         return *this;
     }
-    raw& u32(uint32_t v) { return bytes(&v, 4); }
-    raw& u64(uint64_t v) { return bytes(&v, 8); }
+    raw& little_endian(uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+        return *this;
+    }
+    raw& u32(uint32_t v) { return little_endian(v, 4); }
+    raw& u64(uint64_t v) { return little_endian(v, 8); }
     raw& str(const std::string& s) { return u64(s.size()).bytes(s.data(), s.size()); }
     raw& zeros(size_t n) {
         b.insert(b.end(), n, 0);
@@ -172,7 +175,7 @@ TEST_CASE("counts and sizes the file's bytes do not hold are refused before allo
     raw aliased;
     aliased.bytes("GGUF", 4).u32(3).u64(8).u64(1).str(arch).u32(8).str("llama");
     for (int i = 0; i < 8; ++i)
-        aliased.str("t" + std::to_string(i)).u32(1).u64(1024).u32(0).u64(0);
+        aliased.str(std::string(1, static_cast<char>('a' + i))).u32(1).u64(1024).u32(0).u64(0);
     expect_refused(aliased.pad(32).zeros(4096).save("aliased.gguf"), "overlaps the data of tensor");
 }
 
