@@ -3,12 +3,14 @@
 # Safe to run again: packages already present are left alone, and nothing is fetched when all
 # of them are.
 #
-#   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz]
+#   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz] [--windows]
 #
 #   --hip            also install hipcc, for the optional HIP backend
 #   --server-tests   also install what pi-server's tests drive it with: curl, chromium and
 #                    chromium-driver (the chat page in a headless browser)
 #   --fuzz           also install clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
+#   --windows        also install mingw-w64 and Wine, for the Windows cross-build and its tests
+#                    (scripts/cross-windows.sh)
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
@@ -18,8 +20,9 @@ for arg in "$@"; do
     --hip) packages+=(hipcc) ;;
     --server-tests) packages+=(curl chromium chromium-driver) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --windows) packages+=(mingw-w64 g++-mingw-w64-x86-64-posix wine wine64) ;;
     -h | --help)
-        sed -n '2,11s/^# \{0,1\}//p' "$0"
+        sed -n '2,13s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     *)
