@@ -125,8 +125,8 @@ void context::prepare_batch(const batch_view& batch) {
         fail(status::invalid_argument, "the batch has ", batch.logits.size(), " logits flags for ",
              n, " tokens");
     if (!batch.seqs.empty() && batch.seqs.size() != batch.tokens.size())
-        fail(status::invalid_argument, "the batch has ", batch.seqs.size(), " sequence ids for ",
-             n, " tokens");
+        fail(status::invalid_argument, "the batch has ", batch.seqs.size(), " sequence ids for ", n,
+             " tokens");
     std::fill(next_pos_.begin(), next_pos_.end(), -1);
     for (int32_t i = 0; i < n; ++i) {
         const auto at = static_cast<size_t>(i);
@@ -137,10 +137,12 @@ void context::prepare_batch(const batch_view& batch) {
         const int32_t s = batch.seqs.empty() ? batch.seq : batch.seqs[at];
         if (s < 0 || s >= options_.n_seq_max)
             fail(status::invalid_argument, "token ", i, " of the batch has sequence id ", s,
-                 ", outside [0, ", options_.n_seq_max, ") (n_seq_max = ", options_.n_seq_max,
-                 ")");
+                 ", outside [0, ", options_.n_seq_max, ") (n_seq_max = ", options_.n_seq_max, ")");
         int32_t& next = next_pos_[static_cast<size_t>(s)];
-        if (next < 0) next = kv_.pos_max(s) + 1;
+        // A loaded state may hold any position a cell can; the one after INT32_MAX is refused
+        // below as beyond the context rather than overflowing.
+        if (next < 0)
+            next = static_cast<int32_t>(std::min<int64_t>(int64_t{kv_.pos_max(s)} + 1, INT32_MAX));
         const int32_t p = batch.pos.empty() ? next : batch.pos[at];
         if (p < 0)
             fail(status::invalid_argument, "token ", i, " of the batch has negative position ", p);
