@@ -29,6 +29,9 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
 // kernels_sparse.cu
 int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tensor* idx,
                    const pib_tensor* count, const pib_tensor* y);
+int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, const pib_tensor* x,
+                    const pib_tensor* idx, const pib_tensor* count, const pib_tensor* y0,
+                    const pib_tensor* y1);
 int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib_tensor* idx,
                 const pib_tensor* count, const pib_tensor* y);
 int select_active(context& c, const pib_tensor* p, float threshold, const pib_tensor* idx,

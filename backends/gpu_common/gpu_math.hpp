@@ -102,6 +102,60 @@ PI_HD uint16_t load2(const unsigned char* p) {
 #endif
 }
 
+// 4 bytes from a 4-byte aligned address.
+PI_HD uint32_t load4(const unsigned char* p) {
+#ifdef PI_GPU_DEVICE_PASS
+    return *reinterpret_cast<const uint32_t*>(p);
+#else
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+// ---- byte ranges read as aligned words ----
+//
+// Quantized rows start on 2 bytes only, so the kernels read a run of their bytes [begin, end)
+// (both even) as the 4-byte aligned words that hold it: word w lies at begin rounded down to 4
+// bytes plus 4 w, and the byte at begin sits at byte offset begin % 4 of the words. Adjacent
+// threads load adjacent words, every load aligned; the first and the last word may hold only 2
+// bytes of the range, which are loaded with a 2-byte load, so no byte outside the range is read
+// (a row may end where its allocation does) and those outside read as zero.
+
+PI_HD int range_words(const unsigned char* begin, const unsigned char* end) {
+    return static_cast<int>((reinterpret_cast<std::uintptr_t>(begin) % 4 + (end - begin) + 3) / 4);
+}
+
+// Word w < range_words(begin, end) of the range.
+PI_HD uint32_t range_word(const unsigned char* begin, const unsigned char* end, int w) {
+    const unsigned char* a = begin - reinterpret_cast<std::uintptr_t>(begin) % 4 + 4 * w;
+    if (a < begin) return static_cast<uint32_t>(load2(begin)) << 16;
+    if (end - a < 4) return load2(a);
+    return load4(a);
+}
+
+// The byte at byte offset off of words.
+PI_HD uint32_t byte_in_words(const uint32_t* words, int off) {
+    return (words[off / 4] >> (off % 4 * 8)) & 0xffu;
+}
+
+// The 2 bytes at byte offset off (even) of words, little-endian.
+PI_HD uint32_t half_in_words(const uint32_t* words, int off) {
+    return (words[off / 4] >> (off % 4 * 8)) & 0xffffu;
+}
+
+// The 8 bytes at byte offset off (even) of words as two little-endian words. Reads the word
+// after them too, and discards it when off is a multiple of 4: one instruction stream for
+// either alignment, so lanes on blocks of both parities do not diverge.
+PI_HD void bytes8_in_words(const uint32_t* words, int off, uint32_t& lo, uint32_t& hi) {
+    const int w = off / 4;
+    const int shift = off % 4 * 8;
+    const uint64_t first = static_cast<uint64_t>(words[w + 1]) << 32 | words[w];
+    const uint64_t second = static_cast<uint64_t>(words[w + 2]) << 32 | words[w + 1];
+    lo = static_cast<uint32_t>(first >> shift);
+    hi = static_cast<uint32_t>(second >> shift);
+}
+
 // ---- weight types ----
 
 struct w_f32 {
@@ -162,9 +216,11 @@ struct w_f16x8 {
 
 // Quantized rows are runs of 32-element blocks (lib/quant/blocks.hpp), each a binary16 scale d
 // and the codes, dequantized as lib/quant's reference does: float(code) * d, one rounding. A
-// unit is a quarter block, so the four lanes that share a block read 8 consecutive blocks per
-// group step: every load of a group touches a few consecutive cache lines. Blocks are 34 and 18
-// bytes long, so only 2-byte loads are aligned at every block.
+// unit is a quarter block. Blocks are 34 and 18 bytes long, so only 2-byte loads are aligned at
+// every block: load_unit and load read the row itself that way (the tiled product, gathers),
+// while the mat-vec and sparse kernels first copy runs of blocks as aligned words (range_word
+// above) and convert from those copies with unit_from_words and element_from_words, `blk`
+// being a block's byte offset in the words.
 template <class Block> struct quant_layout {
     static constexpr int64_t block = 32;
     static constexpr int64_t block_bytes = sizeof(Block);
@@ -198,6 +254,18 @@ struct w_q8_0 : quant_layout<block_q8_0> {
             v[e + 1] = code(two >> 8) * d;
         }
     }
+    PI_HD static void unit_from_words(const uint32_t* words, int blk, int quarter,
+                                      float (&v)[unit]) {
+        const float d = half_to_float(static_cast<uint16_t>(half_in_words(words, blk)));
+        uint32_t q[2];
+        bytes8_in_words(words, blk + static_cast<int>(codes) + quarter * unit, q[0], q[1]);
+        for (int e = 0; e < unit; ++e)
+            v[e] = code(q[e / 4] >> (e % 4 * 8)) * d;
+    }
+    PI_HD static float element_from_words(const uint32_t* words, int blk, int j) {
+        const float d = half_to_float(static_cast<uint16_t>(half_in_words(words, blk)));
+        return code(byte_in_words(words, blk + static_cast<int>(codes) + j)) * d;
+    }
 };
 
 // x = (q - 8) * d; element j < 16 is the low nibble of qs[j], element j + 16 the high nibble.
@@ -225,13 +293,38 @@ struct w_q4_0 : quant_layout<block_q4_0> {
             v[e + 1] = code(two >> (8 + shift)) * d;
         }
     }
+    PI_HD static void unit_from_words(const uint32_t* words, int blk, int quarter,
+                                      float (&v)[unit]) {
+        const float d = half_to_float(static_cast<uint16_t>(half_in_words(words, blk)));
+        uint32_t q[2];
+        bytes8_in_words(words, blk + static_cast<int>(codes) + quarter % 2 * unit, q[0], q[1]);
+        const int shift = quarter / 2 * 4;
+        for (int e = 0; e < unit; ++e)
+            v[e] = code(q[e / 4] >> (e % 4 * 8 + shift)) * d;
+    }
+    PI_HD static float element_from_words(const uint32_t* words, int blk, int j) {
+        const float d = half_to_float(static_cast<uint16_t>(half_in_words(words, blk)));
+        const uint32_t byte = byte_in_words(words, blk + static_cast<int>(codes) + j % half);
+        return code(j < half ? byte : byte >> 4) * d;
+    }
 };
 
-// sum over the unit's elements of v[e] * x[e], one FMA chain in element order.
-template <int N> PI_HD float dot_unit(const float (&v)[N], const float* x, float acc) {
-    for (int e = 0; e < N; ++e)
-        acc = fmaf(v[e], x[e], acc);
-    return acc;
+// The quantized traits: their rows are read through copies as aligned words.
+template <class W>
+concept quantized = requires {
+    W::block_bytes;
+};
+
+// acc[m] += the sum over the unit's elements of v[m][e] * x[e]: one FMA chain per row in element
+// order, so a row's sum has the same bits whether it is computed alone (M = 1) or with others
+// that share each load of x (the joint up/gate product).
+template <int M, int N>
+PI_HD void dot_units(const float (&v)[M][N], const float* x, float (&acc)[M]) {
+    for (int e = 0; e < N; ++e) {
+        const float xe = x[e];
+        for (int m = 0; m < M; ++m)
+            acc[m] = fmaf(v[m][e], xe, acc[m]);
+    }
 }
 
 // ---- activations ----

@@ -92,6 +92,24 @@ __device__ __forceinline__ float group_sum(float v) {
 #endif
 }
 
+// Orders the shared-memory accesses of the calling group: what any of its lanes wrote before the
+// call, every lane sees after it, and what they read before it, no lane overwrites before the
+// call. All 32 lanes must call.
+__device__ __forceinline__ void group_sync() {
+#if defined(PI_GPU_SIM)
+    sim::group_sync();
+#elif defined(PI_GPU_HIP)
+    // A group lies inside one wavefront, whose lanes run in lockstep (HIP 5.2 has no
+    // __syncwarp): the fences order the LDS accesses, the wave barrier keeps the compiler from
+    // moving them across.
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+    __syncwarp();
+#endif
+}
+
 // The sum of v over the block, in every thread. blockDim.x is a multiple of 32 and at most
 // 1024; `shared` holds blockDim.x / 32 floats. Partial sums are added in group order.
 __device__ __forceinline__ float block_sum(float v, float* shared) {

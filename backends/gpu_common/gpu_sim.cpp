@@ -189,6 +189,10 @@ float group_sum(float v) {
     return part[lane];
 }
 
+void group_sync() {
+    wait(state::group_barrier);
+}
+
 void run_grid(dim3 grid, dim3 block, void (*body)(void*), void* arg) {
     scheduler& s = sched();
     const std::lock_guard lock(s.launch);

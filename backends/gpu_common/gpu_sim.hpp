@@ -2,7 +2,7 @@
 // A CPU stand-in for the part of the CUDA runtime the GPU kernels use (PI_GPU_SIM). The kernel
 // sources compile unchanged with a host compiler: device memory is host memory, streams run
 // each call at once, and a launch runs every block in turn, its threads as fibers that switch
-// at __syncthreads and at the exchange of a group sum (gpu_sim.cpp). It exists so that
+// at __syncthreads, group_sync and the exchange of a group sum (gpu_sim.cpp). It exists so that
 // the conformance suite checks the kernels' indexing, scans, reductions and fault reporting on
 // machines without a GPU; it says nothing about their speed. One launch runs at a time.
 #include <cmath>
@@ -86,6 +86,10 @@ namespace pi::gpu::sim {
 // The butterfly sum of v over this thread's group of 32 (gpu_runtime.hpp's group_sum), with the
 // same additions in the same order as the shuffles on a GPU, at the cost of one exchange.
 float group_sum(float v);
+
+// Waits until every live thread of this thread's group has called it (gpu_runtime.hpp's
+// group_sync).
+void group_sync();
 
 // Runs body(arg) as every thread (threadIdx.x < block.x) of every block of the grid.
 void run_grid(dim3 grid, dim3 block, void (*body)(void*), void* arg);

@@ -22,11 +22,12 @@ template <class W, int NT> __global__ void mul_mat_vec_kernel(view w, view x, vi
     const float* xs[NT];
     for (int t = 0; t < NT; ++t)
         xs[t] = x.row<const float>(t0 + (t < nt ? t : 0));
-    float acc[NT];
-    row_dot<W, NT>(w.row_bytes(r), w.ne0, xs, acc);
+    const unsigned char* rows[1] = {w.row_bytes(r)};
+    float acc[NT][1];
+    row_dot<W, 1, NT>(rows, w.ne0, xs, acc);
     if (threadIdx.x % group == 0)
         for (int t = 0; t < nt; ++t)
-            y.row<float>(t0 + t)[r] = acc[t];
+            y.row<float>(t0 + t)[r] = acc[t][0];
 }
 
 constexpr int tile_rows = 64;

@@ -5,6 +5,7 @@
 #include "gpu_matvec.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace pi::gpu {
 
@@ -35,10 +36,15 @@ __global__ void zero_kernel(view y) {
         y.row<float>(r)[i] = 0.0f;
 }
 
-// Groups walk the list positions of each token: y[t][idx[t][k]] = w[idx[t][k]] . x[t]. The grid
-// is sized for the device, not for the list capacity, so mostly inactive lists cost no blocks.
-template <class W>
-__global__ void mul_rows_kernel(view w, view x, view idx, view count, view y, int* fault) {
+// M matrices of one shape and their outputs, passed to a kernel by value.
+template <int M> struct views { view v[M]; };
+
+// Groups walk the list positions of each token: y[m][t][idx[t][k]] = w[m][idx[t][k]] . x[t],
+// the M matrices' rows read together so each element of x is loaded once for all of them. The
+// grid is sized for the device, not for the list capacity, so mostly inactive lists cost no
+// blocks.
+template <class W, int M>
+__global__ void mul_rows_kernel(views<M> w, view x, view idx, view count, views<M> y, int* fault) {
     const int64_t first = static_cast<int64_t>(blockIdx.x) * vec_groups + threadIdx.x / group;
     const int64_t step = static_cast<int64_t>(gridDim.x) * vec_groups;
     for (int64_t t = blockIdx.y; t < x.ne1; t += gridDim.y) {
@@ -46,15 +52,79 @@ __global__ void mul_rows_kernel(view w, view x, view idx, view count, view y, in
         const float* xs[1] = {x.row<const float>(t)};
         for (int64_t k = first; k < n; k += step) {
             const int32_t r = idx.row<const int32_t>(t)[k];
-            if (r < 0 || r >= w.ne1) {
+            if (r < 0 || r >= w.v[0].ne1) {
                 *fault = 1;
                 continue;
             }
-            float acc[1];
-            row_dot<W, 1>(w.row_bytes(r), w.ne0, xs, acc);
-            if (threadIdx.x % group == 0) y.row<float>(t)[r] = acc[0];
+            const unsigned char* rows[M];
+            for (int m = 0; m < M; ++m)
+                rows[m] = w.v[m].row_bytes(r);
+            float acc[1][M];
+            row_dot<W, M, 1>(rows, w.v[0].ne0, xs, acc);
+            if (threadIdx.x % group == 0)
+                for (int m = 0; m < M; ++m)
+                    y.v[m].template row<float>(t)[r] = acc[0][m];
         }
     }
+}
+
+// Listed rows of ffn_down_t whose slices the quantized accumulate copies at once.
+constexpr int axpy_stage_rows = 32;
+
+// A block's 256 columns are 8 quantized blocks of each row: their bytes as aligned words, and
+// one word more for a row that starts 2 bytes into a word.
+template <class W> struct axpy_slice {
+    static constexpr int blocks = threads / static_cast<int>(W::block);
+    static constexpr int bytes = blocks * static_cast<int>(W::block_bytes);
+    static constexpr int words = bytes / 4 + 1;
+    static_assert(bytes % 4 == 0, "slices keep a row's word offset");
+};
+
+// acc + the sum over the run's entries e with a non-zero coefficient of coefs[e] *
+// wt[rows[e]][j], in entry order; every thread of the block calls. F32 and F16: adjacent
+// threads load adjacent elements of a row. Quantized rows: adjacent columns share blocks, so
+// the block copies the slices of 32 listed rows at a time as aligned words (threads loading
+// adjacent words, each of the block's bytes once instead of a scale per thread), and each
+// thread converts its element from the copy: the same values, summed in the same order, as
+// loading them from the row.
+template <class W>
+__device__ __forceinline__ float axpy_run(const view& wt, const int32_t* rows, const float* coefs,
+                                          int run, int64_t j, float acc) {
+    if constexpr (quantized<W>) {
+        using slice = axpy_slice<W>;
+        constexpr int words = slice::words;
+        __shared__ uint32_t stage[axpy_stage_rows][words];
+        const int64_t b0 = static_cast<int64_t>(blockIdx.x) * slice::blocks;
+        const int64_t left = wt.ne0 / W::block - b0;
+        const int bytes =
+            static_cast<int>(left < slice::blocks ? left : slice::blocks) * W::block_bytes;
+        const int blk = static_cast<int>(threadIdx.x / W::block) * W::block_bytes;
+        const int within = static_cast<int>(threadIdx.x % W::block);
+        for (int sub = 0; sub < run; sub += axpy_stage_rows) {
+            const int rn = run - sub < axpy_stage_rows ? run - sub : axpy_stage_rows;
+            for (int q = threadIdx.x; q < rn * words; q += threads) {
+                const int e = q / words, w = q % words;
+                if (coefs[sub + e] == 0.0f) continue; // skipped below, so never loaded
+                const unsigned char* begin = W::block_at(wt.row_bytes(rows[sub + e]), b0);
+                if (w < range_words(begin, begin + bytes))
+                    stage[e][w] = range_word(begin, begin + bytes, w);
+            }
+            __syncthreads();
+            if (j < wt.ne0)
+                for (int e = 0; e < rn; ++e) {
+                    const float c = coefs[sub + e];
+                    if (c == 0.0f) continue;
+                    const int lead = static_cast<int>(
+                        reinterpret_cast<std::uintptr_t>(wt.row_bytes(rows[sub + e])) % 4);
+                    acc = fmaf(c, W::element_from_words(stage[e], lead + blk, within), acc);
+                }
+            __syncthreads(); // the next rows' copy overwrites these
+        }
+    } else if (j < wt.ne0) {
+        for (int e = 0; e < run; ++e)
+            if (coefs[e] != 0.0f) acc = fmaf(coefs[e], W::load(wt.row_bytes(rows[e]), j), acc);
+    }
+    return acc;
 }
 
 // Column j of token t, list positions [seg * seg_len, (seg + 1) * seg_len): the sum of
@@ -86,11 +156,8 @@ __global__ void axpy_rows_kernel(view wt, view a, view idx, view count, view y, 
                 coefs[threadIdx.x] = ok ? at[i] : 0.0f;
             }
             __syncthreads();
-            const int64_t run = k1 - base < threads ? k1 - base : threads;
-            if (j < wt.ne0)
-                for (int64_t e = 0; e < run; ++e)
-                    if (coefs[e] != 0.0f)
-                        acc = fmaf(coefs[e], W::load(wt.row_bytes(rows[e]), j), acc);
+            const int run = k1 - base < threads ? static_cast<int>(k1 - base) : threads;
+            acc = axpy_run<W>(wt, rows, coefs, run, j, acc);
         }
         if (j >= wt.ne0) continue;
         if (partial != nullptr)
@@ -155,6 +222,37 @@ __global__ void select_kernel(view p, float threshold, view idx, view count, int
     }
 }
 
+// Whether two F32 views share a byte.
+bool overlap(const view& a, const view& b) {
+    if (a.ne0 == 0 || a.ne1 == 0 || b.ne0 == 0 || b.ne1 == 0) return false;
+    auto begin = [](const view& v) { return reinterpret_cast<std::uintptr_t>(v.base); };
+    auto end = [&](const view& v) {
+        return begin(v) + static_cast<std::uintptr_t>(v.ne1 - 1) * v.nb1 +
+               static_cast<std::uintptr_t>(v.ne0) * sizeof(float);
+    };
+    return begin(a) < end(b) && begin(b) < end(a);
+}
+
+// The row-sparse product of M checked matrices of one shape and traits W, sharing x and the
+// lists: zeroes the outputs, then one kernel writes the listed rows of all of them.
+template <class W, int M>
+int sparse_rows(context& c, const views<M>& w, const view& x, const view& idx, const view& count,
+                const views<M>& y) {
+    if (y.v[0].ne0 == 0 || y.v[0].ne1 == 0) return PIB_OK;
+    for (int m = 0; m < M; ++m) {
+        launch(zero_kernel, grid_2d(y.v[m].ne0, y.v[m].ne1, threads), threads, c.stream, y.v[m]);
+        if (const int s = launch_status(); s != PIB_OK) return s;
+    }
+    // At most 8 blocks per multiprocessor and token; groups loop over longer lists. One block
+    // at least, which checks the counts of lists without capacity.
+    const int64_t list_blocks =
+        std::clamp<int64_t>(blocks_for(idx.ne0, vec_groups), 1, 8 * c.multiprocessors);
+    const dim3 grid(static_cast<unsigned>(list_blocks),
+                    static_cast<unsigned>(std::min(x.ne1, max_grid_yz)));
+    launch(mul_rows_kernel<W, M>, grid, vec_threads, c.stream, w, x, idx, count, y, c.fault);
+    return launch_status();
+}
+
 } // namespace
 
 int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tensor* idx,
@@ -165,18 +263,39 @@ int mul_mat_sparse(context& c, const pib_tensor* w, const pib_tensor* x, const p
         return s;
     if (!product_shaped(vw, vx, vy) || !lists_shaped(vi, vc, vx.ne1))
         return PIB_ERR_INVALID_ARGUMENT;
-    return with_weights(vw, [&]<class W>(W) {
-        if (vy.ne0 == 0 || vy.ne1 == 0) return static_cast<int>(PIB_OK);
-        launch(zero_kernel, grid_2d(vy.ne0, vy.ne1, threads), threads, c.stream, vy);
-        if (const int s = launch_status(); s != PIB_OK) return s;
-        // At most 8 blocks per multiprocessor and token; groups loop over longer lists. One
-        // block at least, which checks the counts of lists without capacity.
-        const int64_t list_blocks =
-            std::clamp<int64_t>(blocks_for(vi.ne0, vec_groups), 1, 8 * c.multiprocessors);
-        const dim3 grid(static_cast<unsigned>(list_blocks),
-                        static_cast<unsigned>(std::min(vx.ne1, max_grid_yz)));
-        launch(mul_rows_kernel<W>, grid, vec_threads, c.stream, vw, vx, vi, vc, vy, c.fault);
-        return launch_status();
+    return with_weights(
+        vw, [&]<class W>(W) { return sparse_rows<W, 1>(c, views<1>{{vw}}, vx, vi, vc, {{vy}}); });
+}
+
+int mul_mat_sparse2(context& c, const pib_tensor* w0, const pib_tensor* w1, const pib_tensor* x,
+                    const pib_tensor* idx, const pib_tensor* count, const pib_tensor* y0,
+                    const pib_tensor* y1) {
+    view vw0, vw1, vx, vi, vc, vy0, vy1;
+    if (const int s = make_views({view_arg{w0, &vw0},
+                                  {w1, &vw1},
+                                  {x, &vx},
+                                  {idx, &vi},
+                                  {count, &vc},
+                                  {y0, &vy0},
+                                  {y1, &vy1}});
+        s != PIB_OK)
+        return s;
+    if (!vw0.same_shape(vw1) || overlap(vy0, vy1) || !product_shaped(vw0, vx, vy0) ||
+        !product_shaped(vw1, vx, vy1) || !lists_shaped(vi, vc, vx.ne1))
+        return PIB_ERR_INVALID_ARGUMENT;
+    // One kernel where both matrices take the same traits (the FFN's up and gate do); else, as
+    // for F32 rows of which only one pair starts on 16 bytes, one product after the other.
+    return with_weights(vw0, [&]<class W0>(W0) {
+        return with_weights(vw1, [&]<class W1>(W1) {
+            if constexpr (std::is_same_v<W0, W1>) {
+                return sparse_rows<W0, 2>(c, views<2>{{vw0, vw1}}, vx, vi, vc, {{vy0, vy1}});
+            } else {
+                if (const int s = sparse_rows<W0, 1>(c, views<1>{{vw0}}, vx, vi, vc, {{vy0}});
+                    s != PIB_OK)
+                    return s;
+                return sparse_rows<W1, 1>(c, views<1>{{vw1}}, vx, vi, vc, {{vy1}});
+            }
+        });
     });
 }
 

@@ -120,6 +120,15 @@ TEST_CASE("an index or count outside its range is reported, and the backend keep
                                        &lists.at[under_test], &count.at[under_test],
                                        &y.at[under_test]);
           }) == PIB_ERR_INVALID_ARGUMENT);
+    if (tested().vt->mul_mat_sparse2 != nullptr) {
+        const twin y1 = bn.f32(4, 1, random_floats(4, 59));
+        CHECK(outcome([&](const pib_vtable& vt, void* ctx) {
+                  return vt.mul_mat_sparse2(ctx, &table.at[under_test], &table.at[under_test],
+                                            &x.at[under_test], &lists.at[under_test],
+                                            &count.at[under_test], &y.at[under_test],
+                                            &y1.at[under_test]);
+              }) == PIB_ERR_INVALID_ARGUMENT);
+    }
     const twin long_count = bn.i32(1, 1, std::vector<int32_t>{5}); // capacity 4
     const twin a = bn.f32(4, 1, random_floats(4, 57));
     const twin acc = bn.f32(16, 1, random_floats(16, 58));

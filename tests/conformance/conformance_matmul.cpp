@@ -56,13 +56,16 @@ const product_case float_cases[] = {
 };
 
 // Whole blocks per row: fewer quarter blocks than a group has lanes (k = 32, 96), a lane that
-// takes a second step (k = 288: 36 quarters), long rows; odd row counts; token counts on both
-// sides of the batch switch; rows padded by whole blocks; weights at 2-byte but not 4-byte
-// aligned offsets.
+// takes a second unit (k = 288: 36 quarters), one whole step of the GPU's 32-block copies
+// (k = 1024) and rows that end one or a few blocks into a further step (k = 1056, 2080, 3104);
+// odd row counts; token counts on both sides of the batch switch; rows padded by whole blocks;
+// weights at 2-byte but not 4-byte aligned offsets, and rows of an odd number of blocks, which
+// alternate between the two.
 const product_case quant_cases[] = {
-    {32, 33, 1, 0, 32},  {96, 65, 1, 0, 34},   {288, 129, 1, 1, 32},
-    {256, 70, 3, 2, 34}, {1024, 17, 5, 0, 32}, {288, 130, 16, 0, 32},
-    {96, 70, 37, 1, 34}, {256, 65, 67, 0, 32}, {0, 5, 3, 0, 32},
+    {32, 33, 1, 0, 32},    {96, 65, 1, 0, 34},    {288, 129, 1, 1, 32}, {256, 70, 3, 2, 34},
+    {1024, 17, 5, 0, 32},  {1056, 19, 1, 0, 34},  {2080, 9, 4, 1, 32},  {3104, 7, 13, 0, 34},
+    {288, 130, 16, 0, 32}, {1056, 21, 16, 0, 34}, {96, 70, 37, 1, 34},  {256, 65, 67, 0, 32},
+    {0, 5, 3, 0, 32},
 };
 
 struct typed_cases {
@@ -121,18 +124,159 @@ TEST_CASE("mul_mat_sparse writes the listed rows and zeroes the others, for ever
     }
 }
 
+TEST_CASE("mul_mat_sparse2 gives each matrix what mul_mat_sparse gives it, for every weight type") {
+    const pib_vtable& tested = *current().be[under_test].vt;
+    if (tested.mul_mat_sparse2 == nullptr) return; // optional: the engine calls the single form
+    for (const auto& [type, cases] : product_types) {
+        for (const product_case& c : cases) {
+            if (c.tokens > sparse_max_tokens) continue;
+            bench b;
+            const twin w0 =
+                b.typed(type, c.k, c.rows, random_floats(c.k * c.rows, 40), c.pad, c.offset);
+            // The second matrix at another offset: of F32 and F16 rows only one of the two may
+            // start on 16 bytes, quantized rows start on 4 bytes in one and 2 in the other.
+            const std::size_t shift = type == F32 || type == F16 ? 4 : 2;
+            const twin w1 = b.typed(type, c.k, c.rows, random_floats(c.k * c.rows, 41), c.pad,
+                                    c.offset + shift);
+            const twin x = b.f32(c.k, c.tokens, random_floats(c.k * c.tokens, 42));
+            const lists l = make_lists(c.rows, c.tokens, 0.3, 43);
+            const twin idx = b.i32(c.rows, c.tokens, l.idx);
+            const twin count = b.i32(c.tokens, 1, l.count);
+            const twin y0 = b.f32(c.rows, c.tokens, random_floats(c.rows * c.tokens, 44), 1);
+            const twin y1 = b.f32(c.rows, c.tokens, random_floats(c.rows * c.tokens, 45), 1);
+            const twin alone0 = b.f32(c.rows, c.tokens, random_floats(c.rows * c.tokens, 46));
+            const twin alone1 = b.f32(c.rows, c.tokens, random_floats(c.rows * c.tokens, 47));
+            b.run([&](const pib_vtable& vt, void* ctx, int s) {
+                return vt.mul_mat_sparse2(ctx, &w0.at[s], &w1.at[s], &x.at[s], &idx.at[s],
+                                          &count.at[s], &y0.at[s], &y1.at[s]);
+            });
+            b.expect_close(y0, tol_product(type), label("mul_mat_sparse2 (first)", type, c));
+            b.expect_close(y1, tol_product(type), label("mul_mat_sparse2 (second)", type, c));
+            b.run([&](const pib_vtable& vt, void* ctx, int s) {
+                const int st = vt.mul_mat_sparse(ctx, &w0.at[s], &x.at[s], &idx.at[s], &count.at[s],
+                                                 &alone0.at[s]);
+                if (st != PIB_OK) return st;
+                return vt.mul_mat_sparse(ctx, &w1.at[s], &x.at[s], &idx.at[s], &count.at[s],
+                                         &alone1.at[s]);
+            });
+            INFO(label("mul_mat_sparse2", type, c));
+            CHECK(b.read(y0, under_test) == b.read(alone0, under_test));
+            CHECK(b.read(y1, under_test) == b.read(alone1, under_test));
+        }
+    }
+}
+
+TEST_CASE("mul_mat_sparse2 refuses overlapping outputs and matrices of different shapes") {
+    if (current().be[under_test].vt->mul_mat_sparse2 == nullptr) return;
+    bench b;
+    const twin w = b.typed(Q4_0, 64, 5, random_floats(320, 48));
+    const twin w6 = b.typed(Q4_0, 64, 6, random_floats(384, 49));
+    const twin x = b.f32(64, 2, random_floats(128, 50));
+    const twin idx = b.i32(5, 2, std::vector<int32_t>{0, 4, -1, -1, -1, 2, -1, -1, -1, -1});
+    const twin count = b.i32(2, 1, std::vector<int32_t>{2, 1});
+    const twin y = b.f32(5, 2, random_floats(10, 51));
+    const twin y6 = b.f32(6, 2, random_floats(12, 52));
+    b.run(
+        [&](const pib_vtable& vt, void* ctx, int s) {
+            return vt.mul_mat_sparse2(ctx, &w.at[s], &w.at[s], &x.at[s], &idx.at[s], &count.at[s],
+                                      &y.at[s], &y.at[s]);
+        },
+        PIB_ERR_INVALID_ARGUMENT);
+    b.run(
+        [&](const pib_vtable& vt, void* ctx, int s) {
+            return vt.mul_mat_sparse2(ctx, &w.at[s], &w6.at[s], &x.at[s], &idx.at[s], &count.at[s],
+                                      &y.at[s], &y6.at[s]);
+        },
+        PIB_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("sparse products take empty, single-row, full and random lists, above 16 tokens too") {
+    // Token t's list: empty, one row (the last, the first, or one between), every row, or
+    // random, in turn; 20 tokens, past the dense product's batch switch.
+    constexpr int64_t n_tok = 20;
+    auto edge_lists = [](int64_t n) {
+        std::mt19937 rng(53);
+        std::bernoulli_distribution on(0.5);
+        lists l{std::vector<int32_t>(static_cast<std::size_t>(n * n_tok), -1),
+                std::vector<int32_t>(static_cast<std::size_t>(n_tok), 0)};
+        for (int64_t t = 0; t < n_tok; ++t) {
+            int32_t k = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                const bool single = i == (t / 4 % 3 == 0 ? n - 1 : t / 4 % 3 == 1 ? 0 : n / 2);
+                const bool keep = t % 4 == 1 ? single : t % 4 == 2 ? true : t % 4 == 3 && on(rng);
+                if (keep) l.idx[t * n + k++] = static_cast<int32_t>(i);
+            }
+            l.count[t] = k;
+        }
+        return l;
+    };
+    struct edge_case {
+        uint32_t type;
+        int64_t k, rows;
+        std::size_t offset;
+    };
+    // Quantized rows of an odd number of blocks (they alternate between 4-byte and 2-byte
+    // starts) and of more than one 32-block step; a long list for the accumulate (n_ff = rows).
+    const edge_case cases[] = {{F32, 67, 300, 32},    {F16, 136, 300, 34}, {Q4_0, 1056, 300, 34},
+                               {Q8_0, 1056, 300, 32}, {Q4_0, 96, 41, 32},  {Q8_0, 288, 41, 34}};
+    const bool joint = current().be[under_test].vt->mul_mat_sparse2 != nullptr;
+    for (const edge_case& c : cases) {
+        INFO(type_name(c.type) << " k=" << c.k << " rows=" << c.rows << " offset=" << c.offset);
+        bench b;
+        const lists l = edge_lists(c.rows);
+        const twin idx = b.i32(c.rows, n_tok, l.idx);
+        const twin count = b.i32(n_tok, 1, l.count);
+        const twin w0 = b.typed(c.type, c.k, c.rows, random_floats(c.k * c.rows, 54), 0, c.offset);
+        const twin w1 = b.typed(c.type, c.k, c.rows, random_floats(c.k * c.rows, 55), 1, c.offset);
+        const twin x = b.f32(c.k, n_tok, random_floats(c.k * n_tok, 56));
+        const twin y0 = b.f32(c.rows, n_tok, random_floats(c.rows * n_tok, 57));
+        b.run([&](const pib_vtable& vt, void* ctx, int s) {
+            return vt.mul_mat_sparse(ctx, &w0.at[s], &x.at[s], &idx.at[s], &count.at[s], &y0.at[s]);
+        });
+        b.expect_close(y0, tol_product(c.type), "mul_mat_sparse " + type_name(c.type));
+        if (joint) {
+            const twin p0 = b.f32(c.rows, n_tok, random_floats(c.rows * n_tok, 59));
+            const twin p1 = b.f32(c.rows, n_tok, random_floats(c.rows * n_tok, 60));
+            b.run([&](const pib_vtable& vt, void* ctx, int s) {
+                return vt.mul_mat_sparse2(ctx, &w0.at[s], &w1.at[s], &x.at[s], &idx.at[s],
+                                          &count.at[s], &p0.at[s], &p1.at[s]);
+            });
+            b.expect_close(p1, tol_product(c.type), "mul_mat_sparse2 " + type_name(c.type));
+            CHECK(b.read(p0, under_test) == b.read(y0, under_test));
+        }
+        // ffn_down_t: the rows' n_ff = c.rows listed rows of c.k outputs, coefficients with
+        // zeros among them.
+        std::vector<float> a = random_floats(c.rows * n_tok, 61);
+        for (std::size_t i = 0; i < a.size(); i += 5)
+            a[i] = 0.0f;
+        const twin at = b.f32(c.rows, n_tok, a);
+        const twin acc = b.f32(c.k, n_tok, random_floats(c.k * n_tok, 62));
+        b.run([&](const pib_vtable& vt, void* ctx, int s) {
+            return vt.axpy_sparse(ctx, &w0.at[s], &at.at[s], &idx.at[s], &count.at[s], &acc.at[s]);
+        });
+        b.expect_close(acc, tol_reduction, "axpy_sparse " + type_name(c.type));
+    }
+}
+
 TEST_CASE("axpy_sparse accumulates the listed rows with non-zero coefficients into y") {
     struct axpy_case {
         int64_t n_out, n_ff, tokens;
-        std::size_t pad; // elements, or blocks for quantized rows
+        std::size_t pad;    // elements, or blocks for quantized rows
+        std::size_t offset; // of ffn_down_t in its buffer
     };
     // One token with a long list (the GPU splits it), prompt-sized batches, odd widths.
-    const axpy_case float_axpy[] = {
-        {67, 301, 1, 0}, {256, 2000, 1, 0}, {256, 301, 5, 3}, {131, 97, 40, 0}, {1000, 64, 3, 1}};
+    const axpy_case float_axpy[] = {{67, 301, 1, 0, 32},
+                                    {256, 2000, 1, 0, 32},
+                                    {256, 301, 5, 3, 36},
+                                    {131, 97, 40, 0, 32},
+                                    {1000, 64, 3, 1, 32}};
     // Rows of ffn_down_t are quantized along n_out: whole blocks, an output width that is not a
-    // multiple of the kernel's 256-column blocks.
-    const axpy_case quant_axpy[] = {
-        {96, 301, 1, 0}, {256, 2000, 1, 0}, {288, 301, 5, 1}, {160, 97, 40, 0}, {1024, 64, 3, 1}};
+    // multiple of the kernel's 256-column blocks (8 quantized blocks), rows of an odd number of
+    // blocks (they alternate between 4-byte and 2-byte starts), the whole tensor at a 2-byte
+    // offset.
+    const axpy_case quant_axpy[] = {{96, 301, 1, 0, 32},  {256, 2000, 1, 0, 34},
+                                    {288, 301, 5, 1, 32}, {160, 97, 40, 0, 34},
+                                    {1024, 64, 3, 1, 34}, {2080, 70, 2, 0, 32}};
     struct typed_axpy {
         uint32_t type;
         std::span<const axpy_case> cases;
@@ -143,7 +287,7 @@ TEST_CASE("axpy_sparse accumulates the listed rows with non-zero coefficients in
         for (const axpy_case& c : cases) {
             bench b;
             const twin wt =
-                b.typed(type, c.n_out, c.n_ff, random_floats(c.n_out * c.n_ff, 8), c.pad);
+                b.typed(type, c.n_out, c.n_ff, random_floats(c.n_out * c.n_ff, 8), c.pad, c.offset);
             std::vector<float> a = random_floats(c.n_ff * c.tokens, 9);
             for (std::size_t i = 0; i < a.size(); i += 3)
                 a[i] = 0.0f; // listed but inactive neurons are skipped
@@ -156,7 +300,8 @@ TEST_CASE("axpy_sparse accumulates the listed rows with non-zero coefficients in
                 return vt.axpy_sparse(ctx, &wt.at[s], &at.at[s], &idx.at[s], &count.at[s],
                                       &y.at[s]);
             });
-            INFO("n_out=" << c.n_out << " n_ff=" << c.n_ff << " tokens=" << c.tokens);
+            INFO("n_out=" << c.n_out << " n_ff=" << c.n_ff << " tokens=" << c.tokens
+                          << " offset=" << c.offset);
             b.expect_close(y, tol_reduction, "axpy_sparse " + type_name(type));
         }
     }

@@ -114,13 +114,52 @@ void check_against_reference(const block_row<Block>& row, Dequantize dequantize)
 }
 
 template <class W> double dot_by_units(const unsigned char* row, int64_t n, const float* x) {
-    float acc = 0.0f;
+    float acc[1] = {0.0f};
     for (int64_t u = 0; u < n / W::unit; ++u) {
-        float v[W::unit];
-        W::load_unit(row, u, v);
-        acc = dot_unit(v, x + u * W::unit, acc);
+        float v[1][W::unit];
+        W::load_unit(row, u, v[0]);
+        dot_units(v, x + u * W::unit, acc);
     }
-    return acc;
+    return acc[0];
+}
+
+// The bytes [begin, end) as the kernels copy them (range_word), with the word after them that
+// bytes8_in_words may read, zero.
+std::vector<uint32_t> copy_as_words(const unsigned char* begin, const unsigned char* end) {
+    std::vector<uint32_t> words(static_cast<std::size_t>(range_words(begin, end)) + 1, 0u);
+    for (int w = 0; w + 1 < static_cast<int>(words.size()); ++w)
+        words[static_cast<std::size_t>(w)] = range_word(begin, end, w);
+    return words;
+}
+
+// Every unit and element of a quantized row converted from its copy as aligned words equals
+// load_unit and load on the row, bit for bit, for a row starting 0 and 2 bytes into a word.
+template <class W, class Block> void check_words(const block_row<Block>& row) {
+    const std::size_t size = row.blocks.size() * sizeof(Block);
+    for (std::size_t lead : {0u, 2u}) {
+        CAPTURE(lead);
+        std::vector<uint32_t> storage(size / 4 + 2, 0xa5a5a5a5u);
+        auto* at = reinterpret_cast<unsigned char*>(storage.data()) + lead;
+        std::memcpy(at, row.bytes(), size);
+        const std::vector<uint32_t> words = copy_as_words(at, at + size);
+        int mismatches = 0;
+        for (int64_t b = 0; b < static_cast<int64_t>(row.blocks.size()); ++b) {
+            const int blk = static_cast<int>(lead + b * W::block_bytes);
+            for (int q = 0; q < W::units_per_block; ++q) {
+                float got[W::unit], want[W::unit];
+                W::unit_from_words(words.data(), blk, q, got);
+                W::load_unit(row.bytes(), b * W::units_per_block + q, want);
+                for (int e = 0; e < W::unit; ++e)
+                    mismatches += same_float(got[e], want[e]) ? 0 : 1;
+            }
+            for (int j = 0; j < W::block; ++j)
+                mismatches += same_float(W::element_from_words(words.data(), blk, j),
+                                         W::load(row.bytes(), b * W::block + j))
+                                  ? 0
+                                  : 1;
+        }
+        CHECK(mismatches == 0);
+    }
 }
 
 } // namespace
@@ -258,6 +297,67 @@ TEST_CASE("quantized rows at a 2-byte but not 4-byte aligned address load the sa
     };
     check_shifted(w_q8_0{}, q8.bytes(), q8.blocks.size() * sizeof(pi::block_q8_0), q8.n());
     check_shifted(w_q4_0{}, q4.bytes(), q4.blocks.size() * sizeof(pi::block_q4_0), q4.n());
+}
+
+TEST_CASE("a byte range read as aligned words holds its bytes and zero around them") {
+    std::vector<uint32_t> storage(16);
+    auto* base = reinterpret_cast<unsigned char*>(storage.data());
+    for (std::size_t i = 0; i < storage.size() * 4; ++i)
+        base[i] = static_cast<unsigned char>(0x80 + i);
+    for (int first : {0, 2, 4, 6}) {
+        for (int len : {2, 4, 6, 18, 34, 36}) {
+            CAPTURE(first);
+            CAPTURE(len);
+            const unsigned char* begin = base + first;
+            const std::vector<uint32_t> words = copy_as_words(begin, begin + len);
+            CHECK(words.size() == static_cast<std::size_t>((first % 4 + len + 3) / 4 + 1));
+            int mismatches = 0;
+            for (int off = 0; off < static_cast<int>(words.size() - 1) * 4; ++off) {
+                const int i = off - first % 4; // byte of the range, or outside it
+                const uint32_t want = i >= 0 && i < len ? begin[i] : 0u;
+                mismatches += byte_in_words(words.data(), off) == want ? 0 : 1;
+            }
+            CHECK(mismatches == 0);
+            for (int off = first % 4; off + 2 <= first % 4 + len; off += 2)
+                CHECK(half_in_words(words.data(), off) ==
+                      (begin[off - first % 4] | begin[off - first % 4 + 1] << 8));
+            for (int off = first % 4; off + 8 <= first % 4 + len; off += 2) {
+                uint32_t lo = 0, hi = 0;
+                bytes8_in_words(words.data(), off, lo, hi);
+                uint32_t want[2];
+                std::memcpy(want, begin + off - first % 4, sizeof want);
+                CHECK(lo == want[0]);
+                CHECK(hi == want[1]);
+            }
+        }
+    }
+}
+
+TEST_CASE("Q8_0 units and elements converted from aligned words equal the row's, at either lead") {
+    check_words<w_q8_0>(test_blocks<pi::block_q8_0>(12));
+}
+
+TEST_CASE("Q4_0 units and elements converted from aligned words equal the row's, at either lead") {
+    check_words<w_q4_0>(test_blocks<pi::block_q4_0>(13));
+}
+
+TEST_CASE("rows that share each element of x get the bits they get alone") {
+    const std::vector<float> a = random_floats(64, 14), b = random_floats(64, 15);
+    const std::vector<float> x = random_floats(64, 16);
+    float alone[2][1] = {{0.25f}, {-0.5f}};
+    float joint[2] = {0.25f, -0.5f};
+    for (int u = 0; u < 8; ++u) {
+        float va[1][8], vb[1][8], both[2][8];
+        for (int e = 0; e < 8; ++e) {
+            va[0][e] = both[0][e] = a[u * 8 + e];
+            vb[0][e] = both[1][e] = b[u * 8 + e];
+        }
+        dot_units(va, x.data() + u * 8, alone[0]);
+        dot_units(vb, x.data() + u * 8, alone[1]);
+        dot_units(both, x.data() + u * 8, joint);
+    }
+    CHECK(bits(joint[0]) == bits(alone[0][0]));
+    CHECK(bits(joint[1]) == bits(alone[1][0]));
 }
 
 TEST_CASE("quantized unit dot products match a double-precision dot over the dequantized row") {
