@@ -18,10 +18,6 @@
 
 namespace pi::cpu {
 
-void aligned_free::operator()(std::byte* p) const noexcept {
-    ::operator delete (p, std::align_val_t{buffer_alignment});
-}
-
 namespace {
 
 constexpr std::size_t unknown_memory = std::numeric_limits<std::size_t>::max();
@@ -106,8 +102,7 @@ int buffer_alloc(context& c, std::size_t size, pib_buffer** out) {
     *out = nullptr;
     if (!reserve(c, size)) return PIB_ERR_OUT_OF_MEMORY;
     try {
-        aligned_bytes storage{static_cast<std::byte*>(
-            ::operator new (size, std::align_val_t{buffer_alignment}, std::nothrow))};
+        platform::buffer storage = platform::allocate_buffer(size, buffer_alignment);
         if (!storage) throw std::bad_alloc();
         auto buf = std::make_unique<pib_buffer>();
         buf->data = storage.get();

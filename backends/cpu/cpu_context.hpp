@@ -3,6 +3,7 @@
 #include "cpu_simd.hpp"
 #include "pib_backend.h"
 
+#include "platform/buffers.hpp"
 #include "platform/parallel.hpp"
 
 #include <atomic>
@@ -15,11 +16,6 @@
 namespace pi::cpu {
 
 struct context;
-
-struct aligned_free {
-    void operator()(std::byte* p) const noexcept;
-};
-using aligned_bytes = std::unique_ptr<std::byte[], aligned_free>;
 
 // Every buffer starts on this boundary so that SIMD kernels may use aligned loads.
 inline constexpr std::size_t buffer_alignment = 64;
@@ -68,5 +64,5 @@ struct pib_buffer {
     std::byte* data = nullptr;
     std::size_t size = 0;
     pi::cpu::context* owner = nullptr; // the context charged for `storage`; null when wrapped
-    pi::cpu::aligned_bytes storage;    // empty for buffers that wrap host memory
+    pi::platform::buffer storage;      // empty for buffers that wrap host memory
 };

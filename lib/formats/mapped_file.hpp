@@ -10,7 +10,7 @@ namespace pi::formats {
 class mapped_file {
   public:
     // pi::error(io) naming `path` when it cannot be opened or mapped, out_of_memory when the
-    // system has no room for the mapping (or the fault hook of support/memory.hpp says so).
+    // system has no room for the mapping (or the fault hook of platform/buffers.hpp says so).
     explicit mapped_file(const std::string& path);
     ~mapped_file();
     mapped_file(const mapped_file&) = delete;

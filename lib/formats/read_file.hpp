@@ -13,7 +13,9 @@ namespace pi::formats {
 struct file_contents {
     aligned_bytes data; // large_buffer_alignment-aligned
     size_t size = 0;
-    std::span<const uint8_t> bytes() const noexcept { return {data.get(), size}; }
+    std::span<const uint8_t> bytes() const noexcept {
+        return {reinterpret_cast<const uint8_t*>(data.get()), size};
+    }
 };
 
 // Called after each chunk read with the fraction read so far; returning false cancels.

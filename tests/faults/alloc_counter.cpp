@@ -12,7 +12,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
-#include "support/memory.hpp"
+#include "platform/buffers.hpp"
 
 namespace pi::faults {
 
@@ -78,7 +78,7 @@ void* allocate_or_throw(size_t size, size_t alignment) {
     return p;
 }
 
-// The library's hook: a mapping counts as one allocation.
+// The library's hook: a mapping or a page-backed buffer counts as one allocation.
 bool library_hook(size_t) {
     return inject();
 }
@@ -107,19 +107,22 @@ void reset_count() {
 }
 
 int64_t live_bytes() {
-    return live.load();
+    return live.load() + static_cast<int64_t>(platform::page_buffer_bytes());
 }
 
+// The two peaks may fall at different moments, so their sum bounds the peak of the total from
+// above.
 int64_t peak_bytes() {
-    return peak.load();
+    return peak.load() + static_cast<int64_t>(platform::page_buffer_peak());
 }
 
 void reset_peak() {
     peak.store(live.load());
+    platform::reset_page_buffer_peak();
 }
 
 void install_library_hook() {
-    set_alloc_fault_hook(&library_hook);
+    platform::set_alloc_fault_hook(&library_hook);
 }
 
 } // namespace pi::faults
