@@ -18,26 +18,26 @@ namespace pi::cpu {
 
 // Runs loop(bodies...) inside c's arena, each body wrapped so that ThreadSanitizer sees the
 // loop's edges (tsan_handoff.hpp); without TSan the wrappers only forward. The wrappers exist
-// before the caller announces the loop: the tasks read them in place, so nothing the tasks read
-// may be written after that.
+// before the caller announces the loop: the tasks read them in place, after acquiring the edge,
+// so nothing the tasks read may be written after that.
 template <class Loop, class... Bodies>
 void run_tasks(context& c, Loop&& loop, const Bodies&... bodies) {
     tsan_handoff h;
-    h.publish();
+    tsan_handoff::publish();
     c.run([&] {
-        h.enter_task(); // the arena may run this on one of its own threads
+        tsan_handoff::enter_task(); // the arena may run this on one of its own threads
         const auto announced = [&h](const auto& body) {
             return [&h, &body](auto&&... args) -> decltype(auto) {
+                tsan_handoff::enter_task(); // before the captures are read
                 struct leave_at_exit {
                     tsan_handoff& h;
                     ~leave_at_exit() { h.leave_task(); }
                 } leave{h};
-                h.enter_task();
                 return body(std::forward<decltype(args)>(args)...);
             };
         };
         const std::tuple wrapped{announced(bodies)...};
-        h.publish();
+        tsan_handoff::publish();
         std::apply(loop, wrapped);
         h.leave_task();
     });

@@ -21,13 +21,17 @@ extern "C" void __tsan_release(void* addr);
 
 namespace pi::cpu {
 
-// One loop's two edges, each a TSan sync object at its own address.
+// One loop's two edges. The edge to the tasks is one sync object for the whole process: a task
+// acquires it before it reads anything of its loop's (even the address of the loop's handoff is
+// the caller's data), so its address cannot come from the loop. Loops of other threads thereby
+// order their tasks after more than they need, which can hide a race between two loops, never
+// report a false one. The edge back is the loop's own.
 class tsan_handoff {
   public:
     // The caller, before it starts the tasks.
-    void publish() noexcept { release(&to_tasks_); }
+    static void publish() noexcept { release(&to_tasks); }
     // A task, first thing.
-    void enter_task() noexcept { acquire(&to_tasks_); }
+    static void enter_task() noexcept { acquire(&to_tasks); }
     // A task, last thing.
     void leave_task() noexcept { release(&to_caller_); }
     // The caller, once every task is done.
@@ -48,7 +52,7 @@ class tsan_handoff {
         (void)addr;
 #endif
     }
-    char to_tasks_ = 0;
+    static inline char to_tasks = 0;
     char to_caller_ = 0;
 };
 
