@@ -2,7 +2,9 @@
 # The GPU check: on a machine with an NVIDIA GPU (CUDA at /usr/local/cuda),
 #   1. build a Release tree with the CUDA module for this GPU's architecture,
 #   2. run the backend conformance suite with the GPU as the backend under test (version 5's
-#      transfer stream included),
+#      transfer stream included), print which GEMM the module chose for prompt products
+#      (cuBLAS, or its own tiled kernels and why) and run the dense product cases with that
+#      choice and with POWERINFER_GPU_BLAS=0,
 #   3. check hybrid inference: the hybrid_* tests, and greedy generation with the dense blocks,
 #      KV cache and 0%, 25%, 50% and 100% of the FFN on the GPU against CPU-only generation
 #      (the same text is expected) on a synthetic model with 7B-shaped layers,
@@ -68,7 +70,8 @@ if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOWERINFER_CUD
     report build "run, FAILED"
     finish
 fi
-targets=(conformance conformance_gpu_math conformance_module_loader powerinfer-cuda)
+targets=(conformance conformance_gpu_math conformance_module_loader conformance_gpu_blas_loader
+    powerinfer-cuda)
 for t in powerinfer-cli pi-make-model pi-bench; do
     has_target "$t" && targets+=("$t")
 done
@@ -100,11 +103,22 @@ if ((rc == 0)); then
 else
     report "conformance (cuda)" "run, FAILED"
 fi
-if ctest --test-dir "$build" -R '^conformance_(cpu|gpusim|gpu_math|module_loader)$' \
+gemm=$(sed -n 's/^conformance: prompt products (more than 16 tokens) take //p' <<<"$out")
+echo "prompt GEMM chosen by the module: ${gemm:-not reported}"
+for blas in 1 0; do
+    if POWERINFER_GPU_BLAS=$blas "$build/tests/conformance/conformance" --backend=cuda --verbose \
+        --test-case='mul_mat matches*'; then
+        report "prompt conformance (cuda, POWERINFER_GPU_BLAS=$blas)" "run, ok"
+    else
+        report "prompt conformance (cuda, POWERINFER_GPU_BLAS=$blas)" "run, FAILED"
+    fi
+done
+if ctest --test-dir "$build" \
+    -R '^conformance_(cpu|gpusim|gpu_math|module_loader|module_loader_blas_off|gpu_blas_loader)$' \
     --output-on-failure; then
-    report "conformance (cpu, gpusim, gpu_math, module_loader)" "run, ok"
+    report "conformance (cpu, gpusim, gpu_math, module_loader, gpu_blas_loader)" "run, ok"
 else
-    report "conformance (cpu, gpusim, gpu_math, module_loader)" "run, FAILED"
+    report "conformance (cpu, gpusim, gpu_math, module_loader, gpu_blas_loader)" "run, FAILED"
 fi
 
 # ---------------------------------------------------------------- 3. hybrid equality

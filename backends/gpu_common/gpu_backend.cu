@@ -1,6 +1,7 @@
 // The GPU backend's vtable: device facts, device-memory buffers, the stream, the fault flag,
 // and the door from the C function pointers to the kernels.
 #include "gpu_backend.hpp"
+#include "gpu_blas.hpp"
 #include "gpu_dispatch.hpp"
 #include "gpu_kernels.hpp"
 #include "pib_tensor_extent.h"
@@ -58,6 +59,7 @@ void release(context* c) {
     static_cast<void>(cudaSetDevice(c->device));
     if (c->stream != nullptr) static_cast<void>(cudaStreamSynchronize(c->stream));
     if (c->transfer != nullptr) static_cast<void>(cudaStreamSynchronize(c->transfer));
+    release_blas(*c); // its handle is bound to the stream
     if (c->kernels_done != nullptr) static_cast<void>(cudaEventDestroy(c->kernels_done));
     if (c->transfers_done != nullptr) static_cast<void>(cudaEventDestroy(c->transfers_done));
     if (c->transfer != nullptr) static_cast<void>(cudaStreamDestroy(c->transfer));

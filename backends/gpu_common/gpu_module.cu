@@ -1,6 +1,7 @@
 // The module door (pib_module.h): what the core calls after dlopen. Turns "no driver"
 // and "no device" into reasons the core can show in pi_system_info.
 #include "gpu_backend.hpp"
+#include "gpu_blas.hpp"
 #include "gpu_runtime.hpp"
 #include "pib_module.h"
 
@@ -112,7 +113,10 @@ PI_MODULE_EXPORT int pib_module_describe(uint32_t api_version, int32_t device_in
             cudaGetErrorString(e));
         return PIB_ERR_DEVICE;
     }
-    std::snprintf(out->name, sizeof out->name, "%s", prop.name);
+    // pi_system_info lists the devices by this name: it also says how prompts are multiplied.
+    // Both parts are cut to fit the field (GPU names are far shorter than 160 bytes).
+    std::snprintf(out->name, sizeof out->name, "%.160s, prompts: %.84s", prop.name,
+                  pi::gpu::gemm_path());
     out->memory_total = total;
     out->memory_free = free_bytes;
     return PIB_OK;

@@ -1,5 +1,6 @@
 // Dense matrix products: a group of 32 lanes per weight row for decode and small batches, a
 // shared-memory tiled product for prompt batches.
+#include "gpu_blas.hpp"
 #include "gpu_dispatch.hpp"
 #include "gpu_kernels.hpp"
 #include "gpu_matvec.hpp"
@@ -117,6 +118,7 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
             return launch_status();
         });
     }
+    if (blas_mul_mat(c, vw, vx, vy)) return launch_status();
     if (vx.ne1 > max_grid_yz * tile_tokens) return PIB_ERR_INVALID_ARGUMENT;
     return with_weights(vw, [&]<class W>(W) {
         const dim3 grid(blocks_for(vw.ne1, tile_rows), blocks_for(vx.ne1, tile_tokens));

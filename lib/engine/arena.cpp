@@ -34,9 +34,17 @@ arena_tensors layout_arena(const model& m, const arena_spec& spec) {
     layout_builder lb(host_arena_alignment);
     if (spec.host) a.ids = lb.add(ggml_type::i32, B, 1);
     if (spec.host && h.arch->learned_positions) a.position_rows = lb.add(ggml_type::i32, B, 1);
-    a.pos = lb.add(ggml_type::i32, B, 1);
-    a.cells = lb.add(ggml_type::i32, B, 1);
-    a.out_rows = lb.add(ggml_type::i32, B, 1);
+    if (spec.host) {
+        a.pos = lb.add(ggml_type::i32, B, 1);
+        a.cells = lb.add(ggml_type::i32, B, 1);
+        a.out_rows = lb.add(ggml_type::i32, B, 1);
+    } else {
+        // One region for the batch's inputs, so that one copy brings them (pack_batch_inputs).
+        a.pos = a.cells = a.out_rows = lb.add(ggml_type::i32, 3 * B, 1);
+        a.pos.ne0 = a.cells.ne0 = a.out_rows.ne0 = B;
+        a.pos.nb1 = a.cells.nb1 = a.out_rows.nb1 = row_bytes(ggml_type::i32, B);
+        a.batch_inputs_offset = a.pos.offset;
+    }
     a.count = lb.add(ggml_type::i32, B, 1);
     a.x = lb.add(ggml_type::f32, d, B);
     a.xn = lb.add(ggml_type::f32, d, B);
@@ -103,6 +111,15 @@ arena::arena(device& dev, const model& m, const arena_spec& spec, device* pinned
         t->buffer = a.mem;
     if (dev.vt().buffer_host_ptr)
         host_data_ = static_cast<uint8_t*>(dev.vt().buffer_host_ptr(dev.ctx(), a.mem));
+}
+
+size_t arena::pack_batch_inputs(int64_t n_tokens) noexcept {
+    arena_tensors& a = tensors_;
+    const size_t bytes = sizeof(int32_t) * static_cast<size_t>(n_tokens);
+    a.pos.offset = a.batch_inputs_offset;
+    a.cells.offset = a.pos.offset + bytes;
+    a.out_rows.offset = a.cells.offset + bytes;
+    return a.pos.offset;
 }
 
 } // namespace pi

@@ -39,6 +39,9 @@ struct arena_tensors {
     // keeps on the device; a batch of n tokens uses elements [il * n, (il + 1) * n) for layer
     // il, so that one download after the batch brings every layer's counts.
     pib_tensor layer_counts;
+    // Device only: where pos, cells and out_rows share a region of 3 * n_batch elements
+    // (arena::pack_batch_inputs).
+    size_t batch_inputs_offset = 0;
     pib_buffer* mem = nullptr;
     size_t size = 0;
 };
@@ -79,6 +82,11 @@ class arena {
     }
 
     bool pinned() const noexcept { return static_cast<bool>(pinned_); }
+
+    // A device arena: lays an n-token batch's pos, cells and out_rows end to end at the start of
+    // their region, so that one upload of [positions | cells | output rows] fills all three.
+    // Returns the region's offset.
+    size_t pack_batch_inputs(int64_t n_tokens) noexcept;
 
   private:
     arena_tensors tensors_;

@@ -198,8 +198,9 @@ void context::decode(const batch_view& batch) {
     cpu_->upload(host_.memory(), a.pos.offset, positions.data(), positions.size_bytes());
     cpu_->upload(host_.memory(), a.cells.offset, cells.data(), cells.size_bytes());
     try {
-        if (offload_half_) offload_half_->upload_batch(positions, cells);
-        forward(n, std::span<const int32_t>(out_rows_.data(), static_cast<size_t>(n_outputs_)));
+        const std::span<const int32_t> out_rows(out_rows_.data(), static_cast<size_t>(n_outputs_));
+        if (offload_half_) offload_half_->upload_batch(positions, cells, out_rows);
+        forward(n, out_rows);
     } catch (...) {
         take_link_tally();
         kv_.forget(cells);
@@ -279,13 +280,13 @@ void context::output_block(int32_t n, std::span<const int32_t> out_rows) {
     const auto vocab = static_cast<size_t>(h.n_vocab);
     for (size_t done = 0; done < out_rows.size();) {
         const size_t now = std::min(out_rows.size() - done, static_cast<size_t>(a.logits.ne1));
-        if (on_device)
-            offload_half_->upload(a.out_rows.offset, out_rows.data() + done, now * sizeof(int32_t));
+        pib_tensor rows = a.out_rows;
+        rows.ne0 = static_cast<int64_t>(now);
+        if (on_device) // all of the batch's output rows came up with its inputs (upload_batch)
+            rows.offset += done * sizeof(int32_t);
         else
             dev.run("uploading output rows", &pib_vtable::buffer_upload, a.mem, a.out_rows.offset,
                     out_rows.data() + done, now * sizeof(int32_t));
-        pib_tensor rows = a.out_rows;
-        rows.ne0 = static_cast<int64_t>(now);
         const pib_tensor xo = first_rows(a.xo, rows.ne0), logits = first_rows(a.logits, rows.ne0);
         dev.run("gathering output rows", &pib_vtable::get_rows, &x, &rows, &xo);
         apply_norm(dev, "output norm", h, xo, norm, model_.output_norm_bias(), xo);

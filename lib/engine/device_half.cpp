@@ -17,7 +17,7 @@ device_half::device_half(const model& m, const offload& off, device& host,
       worker_([this](size_t il, int32_t n) { run_hot_neurons(il, n); }) {
     const auto batch = static_cast<size_t>(n_batch);
     const size_t rows = batch * static_cast<size_t>(tensors().hot_idx.ne0);
-    const size_t ints = rows + 2 * batch;
+    const size_t ints = rows + 5 * batch;
     int32_t* stage = nullptr;
     if (off.dev().has_host_alloc()) {
         pinned_ = off.dev().host_alloc(sizeof(int32_t) * ints);
@@ -29,6 +29,7 @@ device_half::device_half(const model& m, const offload& off, device& host,
     hot_rows_ = stage;
     hot_counts_ = stage + rows;
     cold_stage_ = stage + rows + batch;
+    batch_stage_ = stage + rows + 2 * batch;
 }
 
 void device_half::transfer_upload(size_t offset, const void* src, size_t bytes) {
@@ -91,10 +92,16 @@ void device_half::x_to_device(int32_t n) {
     x_on_device_ = true;
 }
 
-void device_half::upload_batch(std::span<const int32_t> positions,
-                               std::span<const int32_t> cells) {
-    upload(tensors().pos.offset, positions.data(), positions.size_bytes());
-    upload(tensors().cells.offset, cells.data(), cells.size_bytes());
+void device_half::upload_batch(std::span<const int32_t> positions, std::span<const int32_t> cells,
+                               std::span<const int32_t> out_rows) {
+    // Each upload is a copy and, on a GPU, a wait for the stream: the three small inputs go as
+    // one. The output rows travel only when the device computes the logits.
+    const size_t n = positions.size();
+    int32_t* at = std::copy(positions.begin(), positions.end(), batch_stage_);
+    at = std::copy(cells.begin(), cells.end(), at);
+    if (offload_.has_output()) at = std::copy(out_rows.begin(), out_rows.end(), at);
+    const size_t offset = arena_.pack_batch_inputs(static_cast<int64_t>(n));
+    upload(offset, batch_stage_, sizeof(int32_t) * static_cast<size_t>(at - batch_stage_));
 }
 
 pib_tensor device_half::layer_count(size_t il, int32_t n) const noexcept {

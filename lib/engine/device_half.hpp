@@ -25,8 +25,10 @@ class device_half {
     device& dev() const noexcept { return offload_.dev(); }
     const arena_tensors& tensors() const noexcept { return arena_.tensors(); }
 
-    // The batch's positions and KV cells.
-    void upload_batch(std::span<const int32_t> positions, std::span<const int32_t> cells);
+    // The batch's positions, KV cells and, when the output is on the device, the rows whose
+    // logits are wanted, in one upload (docs/hybrid.md, "What crosses per decoded token").
+    void upload_batch(std::span<const int32_t> positions, std::span<const int32_t> cells,
+                      std::span<const int32_t> out_rows);
 
     // The residual stream x lives on the host, on the device, or on both.
     void start_batch();
@@ -106,10 +108,12 @@ class device_half {
     bool transfers_pending_ = false; // submitted and not yet waited for
     // Staging the device copies from: page-locked when the device can allocate it (then in
     // pinned_, else in fallback_): [n_batch][max_hot] device rows of active hot neurons,
-    // [n_batch] their counts, [n_batch] the cold lists' lengths coming over.
+    // [n_batch] their counts, [n_batch] the cold lists' lengths coming over, [3 * n_batch] the
+    // batch's inputs (upload_batch).
     host_memory pinned_;
     std::vector<int32_t> fallback_;
     int32_t *hot_rows_ = nullptr, *hot_counts_ = nullptr, *cold_stage_ = nullptr;
+    int32_t* batch_stage_ = nullptr;
     std::vector<int32_t> layer_counts_; // [n_layer * n_batch] what fetch_layer_counts brought
     // How the worker's job reads its inputs: the hot lists' lengths, and whether it normalises
     // x into xn on the device.

@@ -26,6 +26,10 @@ inline constexpr double tol_reduction = 1e-10;
 // first, as ggml and the CPU's fast kernels do: rounding each element to 1/254 of its block's
 // largest magnitude gives an NMSE of about 1.5e-5 for uniform activations.
 inline constexpr double tol_q8_activations = 1e-4;
+// Prompt products through cuBLAS with F16 or dequantized weights: cuBLAS multiplies binary16 by
+// binary16 only, so the activations (and Q4_0/Q8_0 weights) are rounded to binary16 first, a
+// relative error of at most 2^-11 each, an NMSE near 1e-7; the sums stay float.
+inline constexpr double tol_f16_activations = 1e-6;
 
 inline constexpr uint32_t F32 = 0;
 inline constexpr uint32_t F16 = 1;
@@ -49,6 +53,9 @@ struct backends {
     pib_backend be[2];
     std::string name;     // "cpu", "gpusim", "cuda", "hip"
     bool verbose = false; // print every comparison's NMSE
+    // The module multiplies prompts (more than 16 tokens) with a vendor BLAS (its device
+    // description says "prompts: cuBLAS ...").
+    bool vendor_gemm = false;
 };
 backends& current();
 
@@ -99,8 +106,9 @@ class bench {
 
 // The tolerance of mul_mat and mul_mat_sparse with weights of `type` on the backend under test:
 // the CPU's fast kernels quantize the activations of Q4_0/Q8_0 products (tol_q8_activations);
-// the GPU kernels dequantize the weights and sum in float (tol_reduction).
-double tol_product(uint32_t type);
+// the GPU kernels dequantize the weights and sum in float (tol_reduction); a vendor BLAS takes
+// non-F32 products of more than 16 tokens in binary16 (tol_f16_activations).
+double tol_product(uint32_t type, int64_t tokens = 1);
 
 // The type's name for labels ("F32", "Q4_0").
 std::string type_name(uint32_t type);

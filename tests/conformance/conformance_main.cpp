@@ -7,6 +7,7 @@
 #include "conformance.hpp"
 
 #include "backend/device.hpp"
+#include "backend/module_loader.hpp"
 #include "cpu/cpu_backend.h"
 #include "support/error.hpp"
 
@@ -63,6 +64,15 @@ int main(int argc, char** argv) {
     if (dev->vt().device_info(dev->ctx(), &info) == PIB_OK)
         std::printf("conformance: backend %s, device %s\n", name.c_str(),
                     info.name != nullptr ? info.name : "?");
+    // A module's device description says which GEMM its prompt products take.
+    if (name != "cpu") {
+        const pi::module_status s = pi::probe_backend_module(name);
+        const std::string described = s.devices.empty() ? "" : s.devices[0].name;
+        const std::size_t at = described.find("prompts: ");
+        const std::string gemm = at == std::string::npos ? "?" : described.substr(at + 9);
+        std::printf("conformance: prompt products (more than 16 tokens) take %s\n", gemm.c_str());
+        b.vendor_gemm = gemm.starts_with("cuBLAS");
+    }
 
     doctest::Context context;
     context.applyCommandLine(static_cast<int>(args.size()), args.data());

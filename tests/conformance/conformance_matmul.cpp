@@ -98,7 +98,7 @@ TEST_CASE("mul_mat matches the reference for F32, F16, Q4_0 and Q8_0 weights on 
             b.run([&](const pib_vtable& vt, void* ctx, int s) {
                 return vt.mul_mat(ctx, &w.at[s], &x.at[s], &y.at[s]);
             });
-            b.expect_close(y, tol_product(type), label("mul_mat", type, c));
+            b.expect_close(y, tol_product(type, c.tokens), label("mul_mat", type, c));
         }
     }
 }

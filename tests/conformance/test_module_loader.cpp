@@ -113,10 +113,17 @@ TEST_CASE("a usable module is loaded with its devices, and creates backends of t
     REQUIRE(s.loaded);
     CHECK(s.reason.empty());
     REQUIRE(s.devices.size() == 1);
-    CHECK(s.devices[0].name == "GPU kernels simulated on the CPU");
+    // The simulation has no cuBLAS: prompts take the module's own kernels, and it says why
+    // (conformance_module_loader_blas_off runs this with the switch off).
+    const char* blas = std::getenv("POWERINFER_GPU_BLAS");
+    const std::string gemm = blas != nullptr && std::string(blas) == "0"
+                                 ? "own tiled kernels: POWERINFER_GPU_BLAS=0"
+                                 : "own tiled kernels: the GPU simulation has no BLAS library";
+    const std::string name = "GPU kernels simulated on the CPU, prompts: " + gemm;
+    CHECK(s.devices[0].name == name);
     CHECK(s.devices[0].memory_total > 0);
     CHECK(contains(describe(s), "libpowerinfer-gpusim.so ("));
-    CHECK(contains(describe(s), ": 1 device: GPU kernels simulated on the CPU (1.0 GiB)"));
+    CHECK(contains(describe(s), ": 1 device: " + name + " (1.0 GiB)"));
 
     device d = device::from_module("gpusim", 0);
     CHECK(d.vt().api_version == PIB_API_VERSION);

@@ -123,8 +123,9 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
             if (exact_types) CHECK(argmax(dev_steps[i]) == argmax(cpu[i]));
         }
         // What a decoded token sends over (docs/hybrid.md): with the predictor and every neuron
-        // on the device, only the batch (embedded x, position, cell, KV view, output row) goes
-        // and the logits and the layers' list lengths come back, in two downloads.
+        // on the device, only the batch goes, in three copies (embedded x; position, cell and
+        // output row together; the KV view's cell), and the logits and the layers' list lengths
+        // come back, in two downloads.
         const run_stats s = test::decode_stats(*m, placed.placed.get(), 2);
         const auto& h = m->hp();
         const std::string line =
@@ -136,6 +137,7 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         if (type == ggml_type::f32) {
             CHECK(s.decode_link.to_device == 2 * (4 * static_cast<uint64_t>(h.n_embd) + 16));
             CHECK(s.decode_link.to_host == 2 * 4 * static_cast<uint64_t>(h.n_vocab + h.n_layer));
+            CHECK(s.decode_link.uploads == 2 * 3);
             CHECK(s.decode_link.downloads == 2 * 2);
         } else {
             CHECK(s.decode_link.downloads > 2 * 2);
