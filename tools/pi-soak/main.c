@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <malloc.h>
+#if defined(_WIN32)
+#include <direct.h> /* _mkdir */
+#include <io.h>     /* _mktemp_s */
+#endif
 
 #include "soak.h"
 #include "tool.h"
@@ -75,16 +78,30 @@ static void release(soak_run* run) {
         free(run->refs[k]);
 }
 
+/* Replaces the template's XXXXXX and makes that folder, which did not exist; 0 with errno set
+ * on failure. */
+static int make_unique_dir(char* templ, size_t cap) {
+#if defined(_WIN32)
+    return _mktemp_s(templ, cap) == 0 && _mkdir(templ) == 0;
+#else
+    (void)cap;
+    return mkdtemp(templ) != NULL;
+#endif
+}
+
 /* The folder of the state file: --tmp-dir, or a new one that is removed at the end. */
 static int make_tmp_dir(soak_run* run, char* made, size_t cap) {
     made[0] = '\0';
     const char* dir = run->o->tmp_dir;
     if (!dir) {
         const char* base = getenv("TMPDIR");
+#if defined(_WIN32)
+        if (!base || !*base) base = getenv("TEMP");
+#endif
         if (!base || !*base) base = "/tmp";
         if (snprintf(made, cap, "%s/pi-soak-XXXXXX", base) >= (int)cap)
             return soak_fail(run, PI_OK, "$TMPDIR is too long");
-        if (!mkdtemp(made)) {
+        if (!make_unique_dir(made, cap)) {
             const int e = errno;
             made[0] = '\0';
             return soak_fail(run, PI_OK, "cannot make a folder under %s: %s", base, strerror(e));
@@ -106,7 +123,8 @@ static void remove_tmp(const soak_run* run, const char* made) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int prefix_failure(soak_run* run, const char* format, ...) {
+static int
+prefix_failure(soak_run* run, const char* format, ...) {
     char prefix[256], cause[sizeof run->failure];
     va_list args;
     va_start(args, format);
@@ -188,11 +206,12 @@ static void print_text(const soak_run* run, const rss_record* r, double seconds,
         return;
     }
     const int64_t growth = r->final_kib - r->warmup_kib;
-    printf("rss          warm-up %lld KiB (after %d cycles, %lld tokens), final %lld KiB, growth "
-           "%+lld KiB (%+.1f KiB per 10k tokens); after the warm-up %lld..%lld KiB; peak %lld KiB\n",
-           (long long)r->warmup_kib, run->o->warmup_cycles, (long long)r->warmup_tokens,
-           (long long)r->final_kib, (long long)growth, per_10k(r, c->tokens),
-           (long long)r->min_kib, (long long)r->max_kib, (long long)r->peak_kib);
+    printf(
+        "rss          warm-up %lld KiB (after %d cycles, %lld tokens), final %lld KiB, growth "
+        "%+lld KiB (%+.1f KiB per 10k tokens); after the warm-up %lld..%lld KiB; peak %lld KiB\n",
+        (long long)r->warmup_kib, run->o->warmup_cycles, (long long)r->warmup_tokens,
+        (long long)r->final_kib, (long long)growth, per_10k(r, c->tokens), (long long)r->min_kib,
+        (long long)r->max_kib, (long long)r->peak_kib);
     if (run->o->rss_check)
         printf("rss check    growth limit %lld KiB: %s\n", (long long)run->o->max_rss_growth_kib,
                rss_ok ? "ok" : "exceeded");
@@ -250,13 +269,15 @@ static int soak(soak_run* run, rss_record* r, double* seconds) {
             }
             r->final_kib = rss;
         }
-        if (o->progress)
-        { FILE* f = fopen("/proc/self/statm","r"); long long a,b,c; fscanf(f,"%lld %lld %lld",&a,&b,&c); fclose(f); struct mallinfo2 mi = mallinfo2();
-            tool_note("cycle %lld: %lld tokens, %.1f s, RSS %lld KiB shared %lld anon %lld inuse %zu arena %zu mmap %zu", (long long)run->cycle,
-                      (long long)run->counts.tokens, *seconds, (long long)rss, c*4, (b-c)*4, mi.uordblks/1024, mi.arena/1024, mi.hblkhd/1024);}
+        if (o->progress) {
+            char detail[160];
+            soak_memory_detail(detail, sizeof detail);
+            tool_note("cycle %lld: %lld tokens, %.1f s, RSS %lld KiB%s", (long long)run->cycle,
+                      (long long)run->counts.tokens, *seconds, (long long)rss, detail);
+        }
         const int measured_enough = run->cycle + 1 > o->warmup_cycles;
-        const int budget_spent = run->counts.tokens >= o->tokens ||
-                                 (o->seconds > 0 && *seconds >= o->seconds);
+        const int budget_spent =
+            run->counts.tokens >= o->tokens || (o->seconds > 0 && *seconds >= o->seconds);
         if (measured_enough && budget_spent) break;
     }
     ++run->cycle; /* the number of cycles run */

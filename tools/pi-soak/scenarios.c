@@ -30,8 +30,9 @@ static const char* const chat_turns[2][3] = {
 /* The user messages of the parallel scenario's jobs. */
 enum { parallel_jobs = 5 };
 static const char* const job_texts[parallel_jobs] = {
-    " Tell of the flood.", " Tell of the ark and the dove.", " Who was the first king?",
-    " Sing a psalm.", " What is vanity?",
+    " Tell of the flood.",      " Tell of the ark and the dove.",
+    " Who was the first king?", " Sing a psalm.",
+    " What is vanity?",
 };
 
 /* Only lowercase letters and spaces, then a full stop: checked on the text of pi_generate. */
@@ -134,15 +135,15 @@ int soak_fail(soak_run* run, pi_status status, const char* format, ...) {
 }
 
 /* Every library call goes through this: a failure records where and why. */
-#define CALL(run, call, what)                                                                     \
-    do {                                                                                          \
-        const pi_status status_ = (call);                                                        \
-        if (status_ != PI_OK) return soak_fail((run), status_, "%s", (what));                    \
+#define CALL(run, call, what)                                                                      \
+    do {                                                                                           \
+        const pi_status status_ = (call);                                                          \
+        if (status_ != PI_OK) return soak_fail((run), status_, "%s", (what));                      \
     } while (0)
 
-#define REQUIRE(run, cond, ...)                                                                   \
-    do {                                                                                          \
-        if (!(cond)) return soak_fail((run), PI_OK, __VA_ARGS__);                                 \
+#define REQUIRE(run, cond, ...)                                                                    \
+    do {                                                                                           \
+        if (!(cond)) return soak_fail((run), PI_OK, __VA_ARGS__);                                  \
     } while (0)
 
 static const char* const kind_names[SOAK_N_KINDS] = {"generate", "chat", "shift", "parallel",
@@ -266,8 +267,7 @@ static int clear(soak_run* run, pi_context* ctx, uint64_t mix) {
 }
 
 static int tokenize(soak_run* run, const char* text, int add_bos, size_t* n) {
-    CALL(run,
-         pi_tokenize(run->model, text, strlen(text), add_bos, run->tokens, SOAK_N_CTX, n),
+    CALL(run, pi_tokenize(run->model, text, strlen(text), add_bos, run->tokens, SOAK_N_CTX, n),
          "pi_tokenize");
     REQUIRE(run, *n > 0, "'%s' has no tokens", text);
     return 0;
@@ -319,13 +319,13 @@ typedef struct gen_request {
     const char* prompt;
     int chain;
     sampler_mode mode;
-    pi_sampler* sampler;   /* AS_IS */
+    pi_sampler* sampler; /* AS_IS */
     pi_seq_id seq;
     int max_tokens;
     int context_shift, n_keep;
-    int expect_cached;     /* the n_cached_tokens pi_generate must report; -1: not checked */
-    soak_trace* trace;     /* the generated tokens are appended */
-    char* text;            /* NULL, or the text is appended here (text_len bytes used) */
+    int expect_cached; /* the n_cached_tokens pi_generate must report; -1: not checked */
+    soak_trace* trace; /* the generated tokens are appended */
+    char* text;        /* NULL, or the text is appended here (text_len bytes used) */
     size_t* text_len;
 } gen_request;
 
@@ -394,8 +394,8 @@ static int generate(soak_run* run, const gen_request* g, pi_generate_result* r) 
         pi_sampler* fresh = NULL;
         CALL(run, make_sampler(run, g->chain, &fresh), "pi_sampler_create_for_model");
         gp.sampler = fresh;
-        const int failed = accept_cached(run, fresh, g->prompt, g->expect_cached) ||
-                           generate_with(run, g, &gp, r);
+        const int failed =
+            accept_cached(run, fresh, g->prompt, g->expect_cached) || generate_with(run, g, &gp, r);
         pi_sampler_free(fresh);
         return failed;
     }
@@ -444,7 +444,7 @@ static int save_state(soak_run* run, pi_context* ctx, pi_seq_id seq, const pi_sa
     CALL(run, pi_context_state_save(ctx, seq, smp, NULL, 0, len), "pi_context_state_save (size)");
     if (*len > run->state_cap) {
         uint8_t* bigger = realloc(run->state, *len);
-        REQUIRE(run, bigger, "cannot hold a saved state of %zu bytes", *len);
+        REQUIRE(run, bigger, "cannot hold a saved state of %llu bytes", (unsigned long long)*len);
         memset(bigger, 0, *len); /* resident now, not when a later save first writes it */
         run->state = bigger;
         run->state_cap = *len;
@@ -452,8 +452,8 @@ static int save_state(soak_run* run, pi_context* ctx, pi_seq_id seq, const pi_sa
     size_t written = 0;
     CALL(run, pi_context_state_save(ctx, seq, smp, run->state, run->state_cap, &written),
          "pi_context_state_save");
-    REQUIRE(run, written == *len, "pi_context_state_save wrote %zu bytes, announced %zu",
-            written, *len);
+    REQUIRE(run, written == *len, "pi_context_state_save wrote %zu bytes, announced %zu", written,
+            *len);
     return 0;
 }
 
@@ -471,8 +471,13 @@ static int scenario_generate(soak_run* run, int variant, uint64_t mix) {
     trace_clear(t);
     size_t text_len = 0;
     run->text[0] = '\0';
-    gen_request g = {run->ctx, prompts[prompt], chain, (sampler_mode)((mix >> 3) % N_MODES), NULL,
-                     seq, max_tokens, 0, 1, 0, t, run->text, &text_len};
+    gen_request g = {run->ctx,   prompts[prompt],
+                     chain,      (sampler_mode)((mix >> 3) % N_MODES),
+                     NULL,       seq,
+                     max_tokens, 0,
+                     1,          0,
+                     t,          run->text,
+                     &text_len};
     pi_generate_result r;
     if (generate(run, &g, &r)) return 1;
     if (check_reference(run, SOAK_GENERATE, variant, t, "pi_generate")) return 1;
@@ -503,8 +508,19 @@ static int scenario_generate(soak_run* run, int variant, uint64_t mix) {
         if (clear(run, run->ctx, mix >> 9)) return 1;
         const int other = (prompt + 1) % SOAK_N_PROMPTS + chain * SOAK_N_PROMPTS;
         trace_clear(run->again);
-        gen_request o = {run->ctx, prompts[other % SOAK_N_PROMPTS], chain, BY_PARAMS, NULL, seq,
-                         32 + 8 * (other % 4), 0, 1, 0, run->again, NULL, NULL};
+        gen_request o = {run->ctx,
+                         prompts[other % SOAK_N_PROMPTS],
+                         chain,
+                         BY_PARAMS,
+                         NULL,
+                         seq,
+                         32 + 8 * (other % 4),
+                         0,
+                         1,
+                         0,
+                         run->again,
+                         NULL,
+                         NULL};
         if (generate(run, &o, &r)) return 1;
         if (check_reference(run, SOAK_GENERATE, other, run->again, "pi_generate (another)"))
             return 1;
@@ -546,8 +562,8 @@ static int scenario_chat(soak_run* run, int variant, uint64_t mix) {
     int previous_prompt = 0;
     for (int turn = 0; turn < 3; ++turn) {
         const size_t room = run->text_cap - len;
-        const int n = snprintf(run->text + len, room, "\nUser: %s\nAssistant:",
-                               chat_turns[conversation][turn]);
+        const int n = snprintf(run->text + len, room,
+                               "\nUser: %s\nAssistant:", chat_turns[conversation][turn]);
         if (n < 0 || (size_t)n >= room) {
             soak_fail(run, PI_OK, "the transcript outgrew its %zu bytes", run->text_cap);
             break;
@@ -610,9 +626,19 @@ static int scenario_shift(soak_run* run, int variant, uint64_t mix) {
     if (clear(run, run->ctx, mix)) return 1;
     soak_trace* t = run->trace;
     trace_clear(t);
-    gen_request g = {run->ctx, prompts[variant], shift_chains[variant],
-                     (sampler_mode)((mix >> 3) % N_MODES), NULL, seq, max_tokens, 1,
-                     shift_keep[variant], 0, t, NULL, NULL};
+    gen_request g = {run->ctx,
+                     prompts[variant],
+                     shift_chains[variant],
+                     (sampler_mode)((mix >> 3) % N_MODES),
+                     NULL,
+                     seq,
+                     max_tokens,
+                     1,
+                     shift_keep[variant],
+                     0,
+                     t,
+                     NULL,
+                     NULL};
     pi_generate_result r;
     if (generate(run, &g, &r)) return 1;
     if (r.n_prompt_tokens + r.n_generated_tokens > SOAK_N_CTX)
@@ -678,14 +704,12 @@ static int run_parallel(soak_run* run, int variant, uint64_t mix, slot* slots) {
             if (slots[s].pending) {
                 size_t k = 0;
                 if (tokenize(run, job_texts[slots[s].job], 0, &k)) return 1;
-                REQUIRE(run, n + (int)k <= SOAK_N_BATCH, "a batch outgrew %d tokens",
-                        SOAK_N_BATCH);
+                REQUIRE(run, n + (int)k <= SOAK_N_BATCH, "a batch outgrew %d tokens", SOAK_N_BATCH);
                 for (size_t i = 0; i < k; ++i) {
                     run->batch_tokens[n] = run->tokens[i];
                     run->batch_seq[n] = (pi_seq_id)(s + 1);
                     run->batch_logits[n++] = 0;
-                    CALL(run, pi_sampler_accept(slots[s].smp, run->tokens[i]),
-                         "pi_sampler_accept");
+                    CALL(run, pi_sampler_accept(slots[s].smp, run->tokens[i]), "pi_sampler_accept");
                 }
                 slots[s].pending = 0;
             } else {
@@ -697,8 +721,7 @@ static int run_parallel(soak_run* run, int variant, uint64_t mix, slot* slots) {
             run->batch_logits[n - 1] = 1;
             last_of[s] = n - 1;
         }
-        pi_seq_batch b = {sizeof b,       n, run->batch_tokens, NULL, run->batch_seq,
-                          run->batch_logits};
+        pi_seq_batch b = {sizeof b, n, run->batch_tokens, NULL, run->batch_seq, run->batch_logits};
         CALL(run, pi_context_decode(ctx, &b), "pi_context_decode (several sequences)");
         /* Each job samples from its own logits; a finished one frees its sequence. */
         for (int s = 0; s < n_slots; ++s) {
@@ -731,7 +754,8 @@ static int run_parallel(soak_run* run, int variant, uint64_t mix, slot* slots) {
         /* Cells: the shared prefix once, plus each running job's own tokens. */
         int32_t expected = (int32_t)n_prefix;
         for (int s = 0; s < n_slots; ++s)
-            if (slots[s].job >= 0) expected += pi_kv_seq_pos_max(ctx, s + 1) + 1 - (int32_t)n_prefix;
+            if (slots[s].job >= 0)
+                expected += pi_kv_seq_pos_max(ctx, s + 1) + 1 - (int32_t)n_prefix;
         REQUIRE(run, pi_kv_n_used_cells(ctx) == expected, "%d cells in use, expected %d",
                 (int)pi_kv_n_used_cells(ctx), (int)expected);
         if (step == checkpoint) {
@@ -764,8 +788,7 @@ static int run_parallel(soak_run* run, int variant, uint64_t mix, slot* slots) {
                  "pi_context_state_load (several sequences)");
             for (int s = 0; s < n_slots; ++s)
                 if (slots[s].smp)
-                    CALL(run,
-                         pi_sampler_state_load(slots[s].smp, run->sampler_state[s], sizes[s]),
+                    CALL(run, pi_sampler_state_load(slots[s].smp, run->sampler_state[s], sizes[s]),
                          "pi_sampler_state_load");
             REQUIRE(run, pi_kv_n_used_cells(ctx) == cells,
                     "a restored cache uses %d cells, saved with %d", (int)pi_kv_n_used_cells(ctx),

@@ -12,19 +12,19 @@
 
 typedef struct soak_options {
     const char* model;
-    int64_t tokens;              /* token budget: cycles run until this many are generated */
-    double seconds;              /* time budget; 0: none */
-    uint64_t seed;               /* of the schedule and of every sampler */
-    int threads;                 /* pi_context_params.n_threads */
-    int warmup_cycles;           /* cycles before the RSS baseline is taken (>= 1) */
-    int64_t max_rss_growth_kib;  /* allowed growth after the warm-up */
-    int rss_check;               /* 0: --no-rss-check */
-    int scenarios_per_cycle;     /* scenarios drawn in each cycle after the first */
-    int recreate_every;          /* cycles between recreating contexts and samplers; 0: never */
-    int reload_every;            /* cycles between reloading the model; 0: never */
-    const char* tmp_dir;         /* NULL: a fresh folder under $TMPDIR (or /tmp) */
+    int64_t tokens;             /* token budget: cycles run until this many are generated */
+    double seconds;             /* time budget; 0: none */
+    uint64_t seed;              /* of the schedule and of every sampler */
+    int threads;                /* pi_context_params.n_threads */
+    int warmup_cycles;          /* cycles before the RSS baseline is taken (>= 1) */
+    int64_t max_rss_growth_kib; /* allowed growth after the warm-up */
+    int rss_check;              /* 0: --no-rss-check */
+    int scenarios_per_cycle;    /* scenarios drawn in each cycle after the first */
+    int recreate_every;         /* cycles between recreating contexts and samplers; 0: never */
+    int reload_every;           /* cycles between reloading the model; 0: never */
+    const char* tmp_dir;        /* NULL: a fresh folder under $TMPDIR (or /tmp) */
     int json;
-    int progress;                /* a line per cycle on stderr */
+    int progress; /* a line per cycle on stderr */
 } soak_options;
 
 /* 0 with *o filled, or 2 after a usage error on stderr (-h and --help exit). */
@@ -37,16 +37,21 @@ int soak_parse_options(int argc, char** argv, soak_options* o);
 int64_t soak_rss_kib(void);
 /* "/proc/self/statm" or the reason the RSS is not measured. */
 const char* soak_rss_source(void);
+/* For --progress: the RSS's file-backed and anonymous parts and the C library's heap (bytes in
+ * use, arena, mapped blocks) as " shared S anon A inuse U arena R mmap M" in KiB, with the
+ * parts this platform does not tell left out; "" when it tells none. */
+void soak_memory_detail(char* out, size_t cap);
 
-/* ------------------------------------------------------------------ the run (main.c, scenarios.c) */
+/* ------------------------------------------------------------------ the run (main.c, scenarios.c)
+ */
 
 /* The geometry of the contexts: every scenario fits it, and context shifts happen in it. */
 enum {
     SOAK_N_CTX = 256,
     SOAK_N_BATCH = 64,
     SOAK_N_SEQ = 4,
-    SOAK_TRACE_CAP = 640,  /* tokens one scenario's trace holds (the shift scenario's is longest) */
-    SOAK_N_CHAINS = 8,     /* sampler chains (scenarios.c) */
+    SOAK_TRACE_CAP = 640, /* tokens one scenario's trace holds (the shift scenario's is longest) */
+    SOAK_N_CHAINS = 8,    /* sampler chains (scenarios.c) */
     SOAK_N_PROMPTS = 4
 };
 
@@ -62,17 +67,17 @@ typedef enum soak_kind {
 
 /* What scenarios report to the summary. */
 typedef struct soak_counts {
-    int64_t tokens;        /* sampled tokens, every generation counted */
+    int64_t tokens; /* sampled tokens, every generation counted */
     int64_t scenarios;
-    int64_t comparisons;   /* traces compared with their reference */
-    int64_t references;    /* traces recorded */
-    int64_t restores;      /* state loads whose continuation was compared */
-    int64_t cache_reuses;  /* pi_generate calls that kept a cached prefix */
+    int64_t comparisons;  /* traces compared with their reference */
+    int64_t references;   /* traces recorded */
+    int64_t restores;     /* state loads whose continuation was compared */
+    int64_t cache_reuses; /* pi_generate calls that kept a cached prefix */
     int64_t context_shifts;
-    int64_t seq_edits;     /* pi_kv_seq_remove/copy/keep calls */
-    int64_t grammar_runs;  /* generations with a grammar */
-    int64_t recreations;   /* contexts and samplers freed and made again */
-    int64_t reloads;       /* model reloads */
+    int64_t seq_edits;    /* pi_kv_seq_remove/copy/keep calls */
+    int64_t grammar_runs; /* generations with a grammar */
+    int64_t recreations;  /* contexts and samplers freed and made again */
+    int64_t reloads;      /* model reloads */
     int64_t per_kind[SOAK_N_KINDS];
 } soak_counts;
 
@@ -92,18 +97,18 @@ typedef struct soak_run {
     pi_sampler* samplers[SOAK_N_CHAINS];
     int32_t n_vocab;
     pi_token eos;
-    uint64_t rng;     /* the schedule's generator (splitmix64) */
+    uint64_t rng; /* the schedule's generator (splitmix64) */
     int64_t cycle;
     char state_path[4096]; /* the temporary file of the saved states */
     /* Scratch reused by every scenario (allocated once, so the tool's own memory is flat). */
-    pi_token* tokens; /* prompt tokens, SOAK_N_CTX */
+    pi_token* tokens;  /* prompt tokens, SOAK_N_CTX */
     soak_trace* trace; /* the current run's trace */
     soak_trace* again; /* a repetition's or a restore's trace */
     uint8_t* state;    /* a saved state in memory */
     size_t state_cap;
     uint8_t* sampler_state[SOAK_N_SEQ];
     size_t sampler_state_cap[SOAK_N_SEQ];
-    char* text;        /* a chat's transcript */
+    char* text; /* a chat's transcript */
     size_t text_cap;
     /* The batch of the own decoding loops. */
     pi_token batch_tokens[SOAK_N_BATCH];
