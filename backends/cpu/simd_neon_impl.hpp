@@ -332,10 +332,15 @@ template <class D> struct neon_impl {
             out[c] = a[c] + b[c];
     }
 
+    // A select on x > 0, not vmaxq_f32: FMAX passes a NaN through, where the reference (and the
+    // x86 levels) give 0.
     static void relu(const float* x, float* out, int64_t n) {
+        const float32x4_t zero = vdupq_n_f32(0.0f);
         int64_t c = 0;
-        for (; c + 4 <= n; c += 4)
-            vst1q_f32(out + c, vmaxq_f32(vld1q_f32(x + c), vdupq_n_f32(0.0f)));
+        for (; c + 4 <= n; c += 4) {
+            const float32x4_t v = vld1q_f32(x + c);
+            vst1q_f32(out + c, vbslq_f32(vcgtq_f32(v, zero), v, zero));
+        }
         for (; c < n; ++c)
             out[c] = x[c] > 0.0f ? x[c] : 0.0f;
     }
