@@ -3,7 +3,7 @@
 # Safe to run again: packages already present are left alone, and nothing is fetched when all
 # of them are.
 #
-#   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz] [--windows]
+#   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz] [--windows] [--aarch64]
 #
 #   --hip            also install hipcc, for the optional HIP backend
 #   --server-tests   also install what pi-server's tests drive it with: curl, chromium and
@@ -11,18 +11,25 @@
 #   --fuzz           also install clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
 #   --windows        also install mingw-w64 and Wine, for the Windows cross-build and its tests
 #                    (scripts/cross-windows.sh)
+#   --aarch64        also install the AArch64 cross compiler, qemu-user and oneTBB for arm64 (the
+#                    arm64 architecture is added to dpkg), for scripts/cross-aarch64.sh
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libtbb-dev doctest-dev python3-venv
           python3-pip python3-dev nlohmann-json3-dev libcpp-httplib-dev)
+foreign_arch=
 for arg in "$@"; do
     case "$arg" in
     --hip) packages+=(hipcc) ;;
     --server-tests) packages+=(curl chromium chromium-driver) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --windows) packages+=(mingw-w64 g++-mingw-w64-x86-64-posix wine wine64) ;;
+    --aarch64)
+        packages+=(g++-aarch64-linux-gnu qemu-user libtbb-dev:arm64)
+        foreign_arch=arm64
+        ;;
     -h | --help)
-        sed -n '2,13s/^# \{0,1\}//p' "$0"
+        sed -n '2,15s/^# \{0,1\}//p' "$0"
         exit 0
         ;;
     *)
@@ -52,6 +59,9 @@ if ((EUID != 0)); then
     sudo=(sudo)
 fi
 echo "bootstrap-debian.sh: installing ${missing[*]}"
+if [[ -n $foreign_arch ]] && ! dpkg --print-foreign-architectures | grep -qx "$foreign_arch"; then
+    "${sudo[@]}" dpkg --add-architecture "$foreign_arch"
+fi
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     "${missing[@]}"

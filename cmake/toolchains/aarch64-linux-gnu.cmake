@@ -18,7 +18,10 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # The arm64 TBB package config (its imported targets point at /usr/lib/aarch64-linux-gnu).
 set(TBB_DIR /usr/lib/aarch64-linux-gnu/cmake/TBB CACHE PATH "arm64 oneTBB package config")
 
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-cpu;max;-L;/usr/aarch64-linux-gnu)
+# On one CPU (taskset): Debian 12's qemu-aarch64 (7.2) never returns from starting a second guest
+# thread (a three-line std::thread program hangs too; docs/arm64.md), and on one CPU neither
+# oneTBB nor the library's pool starts one.
+set(CMAKE_CROSSCOMPILING_EMULATOR taskset;-c;0;qemu-aarch64;-cpu;max;-L;/usr/aarch64-linux-gnu)
 
 # pkg-config sees only arm64 .pc files: a host-only package (cpp-httplib for pi-server) is then
 # missing, and its tool is left out with a warning, instead of compiled against x86 headers.

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <atomic>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace pi::platform {
 
 namespace {
@@ -11,7 +15,14 @@ thread_local thread_pool* t_current = nullptr;
 
 } // namespace
 
+// The CPUs this process may run on, as oneTBB counts them: on Linux the affinity mask (taskset,
+// cgroup cpusets), which hardware_concurrency() ignores.
 int default_concurrency() {
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
