@@ -3,6 +3,7 @@
 #include "cpu_parallel.hpp"
 #include "cpu_tensor.hpp"
 #include "fast_kernels.hpp"
+#include "pib_tensor_extent.h"
 #include "weight_rows.hpp"
 
 #include <array>
@@ -39,13 +40,7 @@ int64_t max_count(context& c, const view& idx, const view& count, int64_t limit)
 
 // Whether two F32 views share a byte (as addresses: they may lie in different buffers).
 bool overlap(const view& a, const view& b) {
-    if (a.ne0 == 0 || a.ne1 == 0 || b.ne0 == 0 || b.ne1 == 0) return false;
-    auto begin = [](const view& v) { return reinterpret_cast<std::uintptr_t>(v.base); };
-    auto end = [&](const view& v) {
-        return begin(v) + static_cast<std::uintptr_t>(v.ne1 - 1) * v.nb1 +
-               static_cast<std::uintptr_t>(v.ne0) * sizeof(float);
-    };
-    return begin(a) < end(b) && begin(b) < end(a);
+    return pib_f32_views_overlap(a.base, a.ne0, a.ne1, a.nb1, b.base, b.ne0, b.ne1, b.nb1) != 0;
 }
 
 // x and y fit a product with w: x F32 [cols][n_tok], y F32 [rows][n_tok].

@@ -3,6 +3,7 @@
 #include "gpu_dispatch.hpp"
 #include "gpu_kernels.hpp"
 #include "gpu_matvec.hpp"
+#include "pib_tensor_extent.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -224,13 +225,7 @@ __global__ void select_kernel(view p, float threshold, view idx, view count, int
 
 // Whether two F32 views share a byte.
 bool overlap(const view& a, const view& b) {
-    if (a.ne0 == 0 || a.ne1 == 0 || b.ne0 == 0 || b.ne1 == 0) return false;
-    auto begin = [](const view& v) { return reinterpret_cast<std::uintptr_t>(v.base); };
-    auto end = [&](const view& v) {
-        return begin(v) + static_cast<std::uintptr_t>(v.ne1 - 1) * v.nb1 +
-               static_cast<std::uintptr_t>(v.ne0) * sizeof(float);
-    };
-    return begin(a) < end(b) && begin(b) < end(a);
+    return pib_f32_views_overlap(a.base, a.ne0, a.ne1, a.nb1, b.base, b.ne0, b.ne1, b.nb1) != 0;
 }
 
 // The row-sparse product of M checked matrices of one shape and traits W, sharing x and the

@@ -31,4 +31,16 @@ static inline int pib_view_fits(const pib_tensor *t, size_t row_bytes, size_t bu
     return end <= buffer_size;
 }
 
+/* 1 when two F32 views (ne1 rows of ne0 floats, nb1 bytes apart, from base) share a byte,
+ * compared as addresses: they may lie in different buffers. */
+static inline int pib_f32_views_overlap(const void *a_base, int64_t a_ne0, int64_t a_ne1,
+                                        size_t a_nb1, const void *b_base, int64_t b_ne0,
+                                        int64_t b_ne1, size_t b_nb1) {
+    if (a_ne0 <= 0 || a_ne1 <= 0 || b_ne0 <= 0 || b_ne1 <= 0) return 0;
+    const uintptr_t a_begin = (uintptr_t)a_base, b_begin = (uintptr_t)b_base;
+    const uintptr_t a_end = a_begin + (uintptr_t)(a_ne1 - 1) * a_nb1 + (uintptr_t)a_ne0 * 4u;
+    const uintptr_t b_end = b_begin + (uintptr_t)(b_ne1 - 1) * b_nb1 + (uintptr_t)b_ne0 * 4u;
+    return a_begin < b_end && b_begin < a_end;
+}
+
 #endif /* PIB_TENSOR_EXTENT_H */
