@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
+#include <system_error>
 #include <unistd.h>
 
 namespace pi::fuzz {
@@ -17,16 +19,26 @@ std::string scratch_parent() {
     std::error_code ignored;
     if (std::filesystem::is_directory("/dev/shm", ignored) && access("/dev/shm", W_OK) == 0)
         return "/dev/shm";
-    return "/tmp";
+    return std::filesystem::temp_directory_path(ignored).string();
 }
 
+// A new folder of this process's own (create_directory fails on a name taken), like mkdtemp,
+// which Windows lacks.
 std::string make_scratch_dir() {
-    std::string pattern = scratch_parent() + "/pi-fuzz-XXXXXX";
-    if (!mkdtemp(pattern.data())) {
-        std::perror("pi-fuzz: mkdtemp");
-        std::abort();
+    const std::string parent = scratch_parent();
+    std::mt19937_64 names{std::random_device{}()};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const std::string path = parent + "/pi-fuzz-" + std::to_string(names() % 1000000000000u);
+        std::error_code error;
+        if (std::filesystem::create_directory(path, error)) return path;
+        if (error) {
+            std::fprintf(stderr, "pi-fuzz: cannot make %s: %s\n", path.c_str(),
+                         error.message().c_str());
+            std::abort();
+        }
     }
-    return pattern;
+    std::fprintf(stderr, "pi-fuzz: no free folder name under %s\n", parent.c_str());
+    std::abort();
 }
 
 // Removes the folder when the process exits normally (libFuzzer's -runs and -max_total_time end
