@@ -27,7 +27,8 @@ constexpr size_t chunk = size_t(64) << 20;
 } // namespace
 
 file_contents read_file(const std::string& path, const read_progress& progress) {
-    // The type first: Windows refuses to open a folder at all, POSIX opens it and fails the read.
+    // The type before opening: Windows refuses to open a folder at all, POSIX opens it and fails
+    // the read. A name that cannot be looked up is left to the open, which says why.
     std::error_code ec;
     const auto native = platform::utf8_path(path);
     const auto type = std::filesystem::status(native, ec).type();
@@ -36,8 +37,6 @@ file_contents read_file(const std::string& path, const read_progress& progress) 
         fail(status::io, path, ": is not a regular file");
     const std::unique_ptr<std::FILE, file_closer> f{platform::open_file(path, "rb")};
     if (!f) fail(status::io, path, ": cannot open: ", platform::last_error_text());
-    if (!std::filesystem::is_regular_file(native, ec))
-        fail(status::io, path, ": is not a regular file");
     const auto size = std::filesystem::file_size(native, ec);
     if (ec) fail(status::io, path, ": cannot stat: ", ec.message());
     file_contents out;
