@@ -8,6 +8,10 @@ else()
     "$<$<COMPILE_LANGUAGE:C,CXX>:-Wall;-Wextra;-Wno-unused-parameter>"
   )
 endif()
+if(MINGW)
+  # mingw-w64's own C99 printf family: msvcrt's knows neither %zu nor %lld, which the messages use.
+  add_compile_definitions(__USE_MINGW_ANSI_STDIO=1)
+endif()
 set(POWERINFER_SANITIZE "" CACHE STRING "Sanitizers to enable, e.g. address,undefined or thread")
 if(POWERINFER_SANITIZE)
   # The compilers refuse ThreadSanitizer next to AddressSanitizer or LeakSanitizer; say so at

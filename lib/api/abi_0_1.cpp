@@ -16,6 +16,14 @@ template <size_t Size> struct alignas(8) frozen_params { unsigned char bytes[Siz
 constexpr size_t model_size = 88, context_size = 32, sampler_size = 24, generate_size = 80,
                  synth_size = 88, quantize_size = 40;
 
+// Instantiated here so that each is a complete type where the extern "C" functions return it
+// (synth_size is model_size, 88: one instantiation serves both).
+template struct frozen_params<model_size>;
+template struct frozen_params<context_size>;
+template struct frozen_params<sampler_size>;
+template struct frozen_params<generate_size>;
+template struct frozen_params<quantize_size>;
+
 } // namespace
 
 #if defined(_WIN32)

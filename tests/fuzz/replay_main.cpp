@@ -41,7 +41,7 @@ bool run_one(const fs::path& file, bool& read_failed) {
     const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
     const auto data = std::make_unique<uint8_t[]>(size > 0 ? static_cast<size_t>(size) : 0);
     if (size < 0 || !in.seekg(0) || !in.read(reinterpret_cast<char*>(data.get()), size)) {
-        std::fprintf(stderr, "replay: cannot read %s\n", file.c_str());
+        std::fprintf(stderr, "replay: cannot read %s\n", file.string().c_str());
         read_failed = true;
         return false;
     }
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
             accepted += ok;
             failures += read_failed;
             if (seeds && !ok) {
-                std::fprintf(stderr, "replay: seed %s was rejected\n", file.c_str());
+                std::fprintf(stderr, "replay: seed %s was rejected\n", file.string().c_str());
                 ++failures;
             }
         }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "powerinfer.h"
+#include "tool_printf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,15 +17,11 @@ extern "C" {
 extern const char tool_name[];
 
 /* Writes "NAME: MESSAGE\n" on stderr. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
+TOOL_PRINTF(1, 2)
 void tool_note(const char *format, ...);
 
 /* tool_note, then returns exit_status, so that `return tool_fail(1, ...);` ends main. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+TOOL_PRINTF(2, 3)
 int tool_fail(int exit_status, const char *format, ...);
 
 /* "NAME: WHAT: PI_ERR_...: pi_last_error()" (without "WHAT: " when what is NULL); returns 1. */

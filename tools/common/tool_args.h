@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "tool_printf.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,9 +64,7 @@ int tool_args_float(tool_args* a, double lo, double hi, float* out);
 void tool_args_unknown(tool_args* a);
 
 /* Records a usage error of the tool's own (printf-style), unless one is recorded already. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+TOOL_PRINTF(2, 3)
 void tool_args_fail(tool_args *a, const char *format, ...);
 
 /* 0 when the command line was fine; else writes "NAME: MESSAGE" on stderr and returns 2. */

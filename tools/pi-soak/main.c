@@ -120,9 +120,7 @@ static void remove_tmp(const soak_run* run, const char* made) {
 }
 
 /* Puts "PREFIX: " in front of the recorded failure. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+TOOL_PRINTF(2, 3)
 static int
 prefix_failure(soak_run* run, const char* format, ...) {
     char prefix[256], cause[sizeof run->failure];

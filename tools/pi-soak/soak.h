@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "powerinfer.h"
+#include "tool_printf.h"
 
 /* ------------------------------------------------------------------ options (options.c) */
 
@@ -134,9 +135,7 @@ void soak_free_contexts(soak_run* run);
 
 /* Records the first failure: printf-style, then pi_last_error() when status is an error.
  * Returns 1. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
+TOOL_PRINTF(3, 4)
 int soak_fail(soak_run *run, pi_status status, const char *format, ...);
 
 #endif
