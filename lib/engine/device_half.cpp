@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "engine/block_ops.hpp"
+#include "engine/row_prefix_copies.hpp"
 
 namespace pi {
 
@@ -26,6 +27,8 @@ device_half::device_half(const model& m, const offload& off, device& host,
         fallback_.resize(ints);
         stage = fallback_.data();
     }
+    if (tensors().idx.nb1 != host_tensors.tensors().idx.nb1) // fetch_cold_lists relies on it
+        fail(status::internal, "the host and device arenas' neuron lists differ in layout");
     hot_rows_ = stage;
     hot_counts_ = stage + rows;
     cold_stage_ = stage + rows + batch;
@@ -177,14 +180,16 @@ void device_half::fetch_cold_lists(size_t il, int32_t n, std::span<const int32_t
     const auto list_of = [&](size_t t) {
         return reinterpret_cast<int32_t*>(host_arena_.host_data() + h.idx.offset + t * h.idx.nb1);
     };
-    for (size_t t = 0; t < static_cast<size_t>(n); ++t) {
-        const size_t bytes = sizeof(int32_t) * static_cast<size_t>(counts[t]);
-        if (bytes == 0) continue;
-        if (transfers)
-            transfer_download(d.idx.offset + t * d.idx.nb1, list_of(t), bytes);
-        else
-            download(d.idx.offset + t * d.idx.nb1, list_of(t), bytes);
-    }
+    // The two arenas' lists have one layout, so a run of the device's rows lands on the host's
+    // rows of the same tokens; the unused tails it carries along are scratch on both.
+    uint8_t* const lists = reinterpret_cast<uint8_t*>(list_of(0));
+    for_each_row_prefix_copy(counts.first(static_cast<size_t>(n)), sizeof(int32_t), d.idx.nb1,
+                             row_prefix_max_gap, [&](size_t at, size_t bytes) {
+                                 if (transfers)
+                                     transfer_download(d.idx.offset + at, lists + at, bytes);
+                                 else
+                                     download(d.idx.offset + at, lists + at, bytes);
+                             });
     if (transfers) transfer_wait();
     // The lists came over in the device's numbering (position among the cold neurons); with
     // no hot neuron that is the neuron id.

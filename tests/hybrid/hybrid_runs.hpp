@@ -39,6 +39,17 @@ inline std::vector<std::vector<float>> decode_run(const model& m, const offload*
     return steps;
 }
 
+// The stats of the prompt alone, one batch of hybrid_prompt.size() tokens.
+inline run_stats prompt_stats(const model& m, const offload* off) {
+    context_options co;
+    co.n_ctx = 64;
+    co.n_threads = 1;
+    co.offloaded = off;
+    context ctx(m, co);
+    ctx.decode(batch_view{hybrid_prompt, {}, {}});
+    return ctx.stats();
+}
+
 // The prompt, then n_new greedy tokens one at a time; the stats of the decoded tokens alone.
 inline run_stats decode_stats(const model& m, const offload* off, int n_new) {
     context_options co;

@@ -8,6 +8,7 @@
 #include "engine/context.hpp"
 #include "engine/offload.hpp"
 #include "engine/placement.hpp"
+#include "engine/row_prefix_copies.hpp"
 #include "model/model.hpp"
 #include "support/byte_stream.hpp"
 #include "support/error.hpp"
@@ -377,6 +378,30 @@ TEST_CASE("offloading a falcon or opt model is refused as unsupported, naming th
 // wholly on the device adds nothing; a hybrid layer predicted on the device adds its cold lists
 // and x coming to the host and the CPU's sum going back; one predicted on the host sends xn
 // and its hot device rows and gets the device's partial sum back.
+// A prompt's layer sends its tokens' cold lists together: runs of rows merged across their
+// unused tails (row_prefix_copies.hpp), one copy here, where a row is n_ff ids.
+TEST_CASE("a prompt's cold lists come to the host in one copy per layer") {
+    const auto m = model::load(model_path(), load_options{});
+    const hparams& h = m->hp();
+    REQUIRE(4 * static_cast<size_t>(h.n_ff) * test::hybrid_prompt.size() <= row_prefix_max_gap);
+    const auto layers = static_cast<uint64_t>(h.n_layer);
+    offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
+    const run_stats s = test::prompt_stats(*m, &off);
+    const std::string line = std::to_string(test::hybrid_prompt.size()) + "-token prompt: " +
+                             std::to_string(s.link.to_host) + " B to the host in " +
+                             std::to_string(s.link.downloads) + " copies";
+    MESSAGE(line);
+    // Per layer the lengths, the lists and x; the logits and the layers' lengths once. Token by
+    // token it was up to 2 + (2 + 8) per layer.
+    CHECK(s.link.downloads <= 2 + 3 * layers);
+    CHECK(s.link.downloads > 2 + layers); // some layer has cold neurons to send
+    std::vector<int32_t> tokens;
+    const auto cpu = test::decode_run(*m, nullptr, tokens, 1);
+    const auto hybrid = test::decode_run(*m, &off, tokens, 1);
+    const std::vector<float>& want = cpu[0];
+    CHECK(max_diff(hybrid[0], want) <= 1e-3f * max_abs(want));
+}
+
 TEST_CASE("what crosses between the host and the device per decoded token") {
     const auto m = model::load(model_path(), load_options{});
     const hparams& h = m->hp();

@@ -142,5 +142,10 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         } else {
             CHECK(s.decode_link.downloads > 2 * 2);
         }
+        if (type == ggml_type::q4_0) { // split layers predicted on the device: on the transfer
+            // stream, a prompt's cold lists come down in one copy per layer, as a token's do
+            const run_stats p = test::prompt_stats(*m, placed.placed.get());
+            CHECK(p.link.downloads <= 2 + 3 * static_cast<uint64_t>(h.n_layer));
+        }
     }
 }
