@@ -182,7 +182,7 @@ void device_half::fetch_cold_lists(size_t il, int32_t n, std::span<const int32_t
     };
     // The two arenas' lists have one layout, so a run of the device's rows lands on the host's
     // rows of the same tokens; the unused tails it carries along are scratch on both.
-    uint8_t* const lists = reinterpret_cast<uint8_t*>(list_of(0));
+    uint8_t* const lists = host_arena_.host_data() + h.idx.offset;
     for_each_row_prefix_copy(counts.first(static_cast<size_t>(n)), sizeof(int32_t), d.idx.nb1,
                              row_prefix_max_gap, [&](size_t at, size_t bytes) {
                                  if (transfers)
