@@ -387,9 +387,9 @@ TEST_CASE("a prompt's cold lists come to the host in one copy per layer") {
     const auto layers = static_cast<uint64_t>(h.n_layer);
     offload off(*m, cpu_device(), with_dense(*m, 0.5, 64));
     const run_stats s = test::prompt_stats(*m, &off);
-    const std::string line = std::to_string(test::hybrid_prompt.size()) + "-token prompt: " +
-                             std::to_string(s.link.to_host) + " B to the host in " +
-                             std::to_string(s.link.downloads) + " copies";
+    const std::string line = std::to_string(test::hybrid_prompt.size()) +
+                             "-token prompt: " + std::to_string(s.link.to_host) +
+                             " B to the host in " + std::to_string(s.link.downloads) + " copies";
     MESSAGE(line);
     // Per layer the lengths, the lists and x; the logits and the layers' lengths once. Token by
     // token it was up to 2 + (2 + 8) per layer.

@@ -18,11 +18,11 @@ extern const char tool_name[];
 
 /* Writes "NAME: MESSAGE\n" on stderr. */
 TOOL_PRINTF(1, 2)
-void tool_note(const char *format, ...);
+void tool_note(const char* format, ...);
 
 /* tool_note, then returns exit_status, so that `return tool_fail(1, ...);` ends main. */
 TOOL_PRINTF(2, 3)
-int tool_fail(int exit_status, const char *format, ...);
+int tool_fail(int exit_status, const char* format, ...);
 
 /* "NAME: WHAT: PI_ERR_...: pi_last_error()" (without "WHAT: " when what is NULL); returns 1. */
 int tool_fail_status(const char* what, pi_status status);

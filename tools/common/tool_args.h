@@ -65,7 +65,7 @@ void tool_args_unknown(tool_args* a);
 
 /* Records a usage error of the tool's own (printf-style), unless one is recorded already. */
 TOOL_PRINTF(2, 3)
-void tool_args_fail(tool_args *a, const char *format, ...);
+void tool_args_fail(tool_args* a, const char* format, ...);
 
 /* 0 when the command line was fine; else writes "NAME: MESSAGE" on stderr and returns 2. */
 int tool_args_finish(const tool_args* a);

@@ -136,6 +136,6 @@ void soak_free_contexts(soak_run* run);
 /* Records the first failure: printf-style, then pi_last_error() when status is an error.
  * Returns 1. */
 TOOL_PRINTF(3, 4)
-int soak_fail(soak_run *run, pi_status status, const char *format, ...);
+int soak_fail(soak_run* run, pi_status status, const char* format, ...);
 
 #endif
