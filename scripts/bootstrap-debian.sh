@@ -6,8 +6,8 @@
 #   scripts/bootstrap-debian.sh [--hip] [--server-tests] [--fuzz] [--windows] [--aarch64]
 #
 #   --hip            also install hipcc, for the optional HIP backend
-#   --server-tests   also install what pi-server's tests drive it with: curl, chromium and
-#                    chromium-driver (the chat page in a headless browser)
+#   --server-tests   also install what pi-server's tests drive it with: curl, ss (iproute2),
+#                    chromium and chromium-driver (the chat page in a headless browser)
 #   --fuzz           also install clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
 #   --windows        also install mingw-w64 and Wine, for the Windows cross-build and its tests
 #                    (scripts/cross-windows.sh)
@@ -21,7 +21,7 @@ foreign_arch=
 for arg in "$@"; do
     case "$arg" in
     --hip) packages+=(hipcc) ;;
-    --server-tests) packages+=(curl chromium chromium-driver) ;;
+    --server-tests) packages+=(curl iproute2 chromium chromium-driver) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --windows) packages+=(mingw-w64 g++-mingw-w64-x86-64-posix wine wine64) ;;
     --aarch64)

@@ -3,9 +3,12 @@ Every stream must be complete and well-formed, none may fail, and the server's r
 must stay flat (within 5 %) between the first and the last 100 requests."""
 import os
 import queue
+import shutil
+import subprocess
 import threading
 import time
 
+import pytest
 from http_client import stream
 
 CLIENTS = 16
@@ -36,6 +39,27 @@ def check_stream(status, events, done, kind):
     if usage and finishes == ["length"] and usage[0]["completion_tokens"] != MAX_TOKENS:
         problems.append("length after %d tokens" % usage[0]["completion_tokens"])
     return problems
+
+
+def listen_queue_length(port):
+    """The queue length of the socket listening on `port`, as `ss` reports it (its Send-Q)."""
+    ss = shutil.which("ss")
+    if not ss:
+        message = "ss (iproute2) is not installed"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    out = subprocess.run([ss, "-H", "-l", "-t", "-n", "sport = :%d" % port], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out and out[0] == "LISTEN", out
+    return int(out[2])
+
+
+def test_the_listen_queue_holds_a_burst_of_clients(start_server):
+    # httplib's own queue of 5 overflowed under load when 16 clients connected at once: SYN
+    # cookies, then a connection reset by peer.
+    server = start_server(slots=1, ctx=512)
+    assert listen_queue_length(server.port) >= 128
 
 
 def test_sixteen_clients_two_hundred_requests(start_server):

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +52,15 @@ int32_t default_n_ctx(const pi_model* model, int32_t n_slots) {
         per_slot = std::min(per_slot, info.n_ctx_train);
     return per_slot * n_slots;
 }
+
+// Debian's httplib is a compiled library whose listening socket queues 5 connections: a burst of
+// clients overflows it, and the kernel drops their SYNs or falls back to SYN cookies, under which
+// a connection can be reset. Linux and the BSDs take a second listen() on a listening socket as
+// a new queue length.
+class http_server : public httplib::Server {
+  public:
+    bool widen_listen_queue(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
 
 // SIGINT/SIGTERM, taken by one thread with sigwait: the first drains, a second ends the process
 // at once. SIGUSR1 tells the thread that the server has stopped by itself.
@@ -152,7 +162,7 @@ int serve(server_options o) {
     state.model_id = o.model_alias;
     state.created = static_cast<int64_t>(std::time(nullptr));
 
-    httplib::Server http;
+    http_server http;
     const size_t n_http = static_cast<size_t>(o.http_threads);
     http.new_task_queue = [n_http] { return new httplib::ThreadPool(n_http); };
     http.set_payload_max_length(o.max_body_bytes);
@@ -167,6 +177,8 @@ int serve(server_options o) {
     else if (!http.bind_to_port(o.host, port))
         port = -1;
     if (port < 0) return tool_fail(1, "cannot listen on %s:%d", o.host.c_str(), o.port);
+    if (!http.widen_listen_queue(SOMAXCONN))
+        tool_note("warning: the listen queue stays at httplib's 5 connections");
     tool_note("model %s: %d slots of %d positions, %d cache cells", o.model_alias.c_str(),
               jobs->n_slots(), jobs->n_ctx_per_slot(), scheduling.n_ctx);
     tool_note("listening on http://%s:%d", o.host.c_str(), port);
