@@ -4,7 +4,9 @@
 // from libcublas at run time and never links it. gpu_blas.cu checks these values against the
 // toolkit's headers where it has them. The C API's enums are int-sized and passed as int by the
 // platform's C calling convention, so they are ints here.
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 namespace pi::gpu::cublas {
 
@@ -33,5 +35,19 @@ enum entry : int { create, destroy, set_stream, get_property, gemm_ex };
 inline constexpr const char* symbols[] = {"cublasCreate_v2", "cublasDestroy_v2",
                                           "cublasSetStream_v2", "cublasGetProperty",
                                           "cublasGemmEx"};
+
+inline constexpr const char* vendor_name = "cuBLAS";
+// The libraries to try, newest first.
+inline constexpr const char* library_names[] = {"libcublas.so.13", "libcublas.so.12"};
+
+// "cuBLAS 13.1" from the library's get-property entry; false when it gives no version.
+inline bool version_text(void* const* entries, char* out, std::size_t size) {
+    const auto property = reinterpret_cast<get_property_fn>(entries[get_property]);
+    int major = 0, minor = 0;
+    if (property(major_version, &major) != success || property(minor_version, &minor) != success)
+        return false;
+    std::snprintf(out, size, "%s %d.%d", vendor_name, major, minor);
+    return true;
+}
 
 } // namespace pi::gpu::cublas

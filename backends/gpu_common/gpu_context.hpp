@@ -52,15 +52,13 @@ struct context {
     std::size_t scratch_floats = 0;
     int multiprocessors = 1;
     char name[256] = {};
-#if !defined(PI_GPU_HIP) && !defined(PI_GPU_SIM)
-    // gpu_blas.cu: the cuBLAS handle (created at the first prompt product; blas_failed when that
-    // or binding it to `stream` failed, and the own kernels run from then on) and the binary16
-    // staging of x and of dequantized weight slabs.
+    // gpu_blas.cu: the vendor BLAS handle (created at the first prompt product; blas_failed
+    // when that or binding it to `stream` failed, and the own kernels run from then on) and the
+    // binary16 staging of x and of dequantized weight slabs.
     void* blas = nullptr;
     bool blas_failed = false;
     void* blas_stage = nullptr;
     std::size_t blas_stage_bytes = 0;
-#endif
 };
 
 inline context* as_context(void* ctx) {

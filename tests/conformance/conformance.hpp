@@ -26,7 +26,7 @@ inline constexpr double tol_reduction = 1e-10;
 // first, as ggml and the CPU's fast kernels do: rounding each element to 1/254 of its block's
 // largest magnitude gives an NMSE of about 1.5e-5 for uniform activations.
 inline constexpr double tol_q8_activations = 1e-4;
-// Prompt products through cuBLAS with F16 or dequantized weights: cuBLAS multiplies binary16 by
+// Prompt products through a vendor BLAS with F16 or dequantized weights: it multiplies binary16 by
 // binary16 only, so the activations (and Q4_0/Q8_0 weights) are rounded to binary16 first, a
 // relative error of at most 2^-11 each, an NMSE near 1e-7; the sums stay float.
 inline constexpr double tol_f16_activations = 1e-6;
@@ -54,7 +54,7 @@ struct backends {
     std::string name;     // "cpu", "gpusim", "cuda", "hip"
     bool verbose = false; // print every comparison's NMSE
     // The module multiplies prompts (more than 16 tokens) with a vendor BLAS (its device
-    // description says "prompts: cuBLAS ...").
+    // description says "prompts: cuBLAS ..." or "prompts: hipBLAS ...").
     bool vendor_gemm = false;
 };
 backends& current();
