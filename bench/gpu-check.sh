@@ -9,7 +9,8 @@
 #      KV cache and 0%, 25%, 50% and 100% of the FFN on the GPU against CPU-only generation
 #      (the same text is expected) on a synthetic model with 7B-shaped layers,
 #   4. run pi-bench CPU-only and at those four budgets (sparse mode, 512-token prompts, CPU
-#      threads = physical cores), and summarise it against the issue's targets: hybrid decode at
+#      threads = physical cores; full offload once more with POWERINFER_GPU_GRAPHS=0, decode
+#      kernel by kernel against decode as graphs), and summarise it against the issue's targets: hybrid decode at
 #      50% of the FFN >= 3x CPU-only, a 512-token prompt all on the GPU >= 20x CPU-only, full
 #      offload decode >= 60% of the GPU's bandwidth for the bytes a sparse token reads (with
 #      PI_GPU_BANDWIDTH_GBS), and what crosses the bus per token and who waited (docs/hybrid.md).
@@ -232,6 +233,11 @@ else
     for k in "${!budgets[@]}"; do
         run_bench "gpu${fractions[$k]}" --offload-device cuda --vram-budget "${budgets[$k]}"
     done
+    # Decode as graphs against kernel-by-kernel launches, everything on the GPU.
+    last=$((${#budgets[@]} - 1))
+    export POWERINFER_GPU_GRAPHS=0
+    run_bench "gpu${fractions[$last]}-nographs" --offload-device cuda --vram-budget "${budgets[$last]}"
+    unset POWERINFER_GPU_GRAPHS
     if ((${#results[@]} > 0)) && command -v python3 >/dev/null; then
         section "Against the targets (docs/hybrid.md)"
         python3 - "${PI_GPU_BANDWIDTH_GBS:-}" "${results[@]}" <<'PY'
@@ -245,8 +251,8 @@ for arg in sys.argv[2:]:
     runs[name] = (run, tests)
 def tps(name, test):
     return runs[name][1][test]["tokens_per_second"]["median"] if name in runs and test in runs[name][1] else None
-print("| run | FFN on GPU | pp512 t/s | tg t/s | bytes/token read | to GPU/token | to host/token | downloads/token | CPU wait/token | GPU wait/token |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| run | FFN on GPU | pp512 t/s | tg t/s | bytes/token read | to GPU/token | to host/token | downloads/token | CPU wait/token | GPU wait/token | kernels / submissions per token |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for name, (run, tests) in runs.items():
     off = run.get("offload") or {}
     n = max(run["decode_tokens"], 1)
@@ -255,14 +261,17 @@ for name, (run, tests) in runs.items():
           f"{tps(name, 'tg') or 0:.2f} | {run['decode_bytes'] / n / 1e6:.1f} MB | "
           f"{per('decode_bytes_to_device') / 1024:.1f} KiB | {per('decode_bytes_to_host') / 1024:.1f} KiB | "
           f"{per('decode_downloads'):.1f} | {1e6 * per('cpu_wait_seconds'):.0f} us | "
-          f"{1e6 * per('device_wait_seconds'):.0f} us |")
+          f"{1e6 * per('device_wait_seconds'):.0f} us | "
+          f"{per('decode_device_kernels'):.0f} / {per('decode_device_launches'):.1f} |")
 def ratio(a, b):
     return a / b if a and b else None
 h50 = ratio(tps("gpu50", "tg"), tps("cpu", "tg"))
+graphs = ratio(tps("gpu100", "tg"), tps("gpu100-nographs", "tg"))
 pp = ratio(tps("gpu100", "pp"), tps("cpu", "pp"))
 print()
 print(f"hybrid at 50% of the FFN, decode: {h50 and f'{h50:.2f}x' or 'n/a'} CPU-only (target >= 3x)")
 print(f"512-token prompt all on the GPU: {pp and f'{pp:.2f}x' or 'n/a'} CPU-only (target >= 20x)")
+print(f"full offload decode as graphs: {graphs and f'{graphs:.2f}x' or 'n/a'} kernel-by-kernel launches (POWERINFER_GPU_GRAPHS=0)")
 if "gpu100" in runs:
     run = runs["gpu100"][0]
     achieved = run["decode_bytes"] / max(run["decode_tokens"], 1) * (tps("gpu100", "tg") or 0) / 1e9

@@ -409,6 +409,10 @@ typedef struct pi_context_stats {
     uint64_t bytes_to_host;          /* device -> host, every batch */
     double cpu_wait_seconds;    /* hybrid layers: the CPU waiting for the device's hot neurons */
     double device_wait_seconds; /* hybrid layers: the device waiting for the CPU's cold ones */
+    /* Appended after 0.4.0: single-token batches on an offload device that submits a batch's
+     * kernels as graphs (CUDA, HIP; 0 otherwise), docs/hybrid.md "Decode as graphs". */
+    uint64_t decode_device_kernels;  /* kernels the device ran */
+    uint64_t decode_device_launches; /* submissions they took: graphs plus single kernels */
 } pi_context_stats;
 
 PI_API pi_status pi_context_stats_get(const pi_context *ctx, pi_context_stats *stats);

@@ -35,7 +35,7 @@ cmake --build "$build" -j "$jobs" --target \
 # The kernel tests cover every level the (emulated) CPU runs by themselves; the model-level tests
 # run on AUTO's choice, so they run once per forced level.
 ctest --test-dir "$build" --output-on-failure -R '^(test_backend|cpu_simd_symbols)$'
-for level in neon neon_dotprod; do
+for level in neon neon_dotprod neon_fp16; do
   echo "== POWERINFER_CPU_KERNELS=$level"
   POWERINFER_CPU_KERNELS=$level ctest --test-dir "$build" --output-on-failure \
     -R '^(conformance_cpu|tools_greedy_.*|reference_oracle)$'

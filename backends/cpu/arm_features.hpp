@@ -1,15 +1,14 @@
 #pragma once
-// The AArch64 extensions the NEON kernel levels use, read once from the OS: the auxiliary vector's
-// HWCAP bits on Linux, the hw.optional.arm sysctls on macOS. NEON itself is part of the base
-// architecture. Elsewhere (other OSes) only the base level is used.
-#include <cstdint>
+// The AArch64 extensions the NEON kernel levels use, read once from the OS through lib/platform
+// (platform::arm_cpu_extensions: HWCAP bits on Linux, hw.optional.arm sysctls on macOS). NEON
+// itself is part of the base architecture. Elsewhere (other OSes) only the base level is used.
+#include "platform/system.hpp"
 
 namespace pi::cpu {
 
-struct arm_cpu {
-    bool dotprod = false; // FEAT_DotProd: sdot, for the neon_dotprod level
-    bool fp16 = false;    // FEAT_FP16: half-precision arithmetic (reported, see docs/arm64.md)
-};
+// dotprod: FEAT_DotProd (sdot), for the neon_dotprod level; fp16: FEAT_FP16, reported only (see
+// docs/arm64.md).
+using arm_cpu = platform::arm_extensions;
 
 // The running CPU's extensions, read on first use.
 const arm_cpu& arm_features() noexcept;

@@ -208,6 +208,10 @@ const pib_vtable vtable = {
     .transfer_after_kernels = nullptr,
     .kernels_after_transfers = nullptr,
     .transfer_wait = nullptr,
+    // Version 6: a CPU kernel call costs no launch that a graph would save.
+    .graph_begin = nullptr,
+    .graph_end = nullptr,
+    .graph_stats = nullptr,
 };
 
 } // namespace
@@ -220,7 +224,7 @@ extern "C" int pib_cpu_backend_create_with(int32_t n_threads, size_t memory_capa
     if (out == nullptr) return PIB_ERR_INVALID_ARGUMENT;
     out->vt = nullptr;
     out->ctx = nullptr;
-    if (kernels < PIB_CPU_KERNELS_AUTO || kernels > PIB_CPU_KERNELS_NEON_DOTPROD)
+    if (kernels < PIB_CPU_KERNELS_AUTO || kernels > PIB_CPU_KERNELS_NEON_FP16)
         return PIB_ERR_INVALID_ARGUMENT;
     const int32_t level = kernels == PIB_CPU_KERNELS_AUTO ? auto_kernels() : kernels;
     if (!kernels_supported(level)) return PIB_ERR_UNSUPPORTED;

@@ -10,11 +10,13 @@ extern "C" {
 #endif
 
 /* The kernels an instance runs. SCALAR are the reference kernels (double sums), the oracle of
- * every other level and backend; AVX2 (with FMA and F16C) and AVX512 (F, BW, VL) on x86-64, NEON
- * and NEON_DOTPROD (with the dot-product extension) on AArch64 are the fast kernels (float FMA
- * sums), chosen at run time. AUTO picks the best level the CPU supports; the environment
- * variable POWERINFER_CPU_KERNELS=scalar|avx2|avx512|neon|neon_dotprod lowers that choice for
- * debugging. device_info's name reports the level, e.g. "cpu (avx512)". */
+ * every other level and backend; AVX2 (with FMA and F16C) and AVX512 (F, BW, VL) on x86-64, NEON,
+ * NEON_DOTPROD (with the dot-product extension) and NEON_FP16 (NEON_DOTPROD plus FP16
+ * arithmetic: F16 weights times activations rounded to F16, products accumulated in F32) on
+ * AArch64 are the fast kernels (float FMA sums), chosen at run time. AUTO picks the best level
+ * the CPU supports; the environment variable
+ * POWERINFER_CPU_KERNELS=scalar|avx2|avx512|neon|neon_dotprod|neon_fp16 lowers that choice for
+ * debugging or precision. device_info's name reports the level, e.g. "cpu (avx512)". */
 typedef enum pib_cpu_kernels {
     PIB_CPU_KERNELS_AUTO = 0,
     PIB_CPU_KERNELS_SCALAR = 1,
@@ -22,6 +24,7 @@ typedef enum pib_cpu_kernels {
     PIB_CPU_KERNELS_AVX512 = 3,
     PIB_CPU_KERNELS_NEON = 4,
     PIB_CPU_KERNELS_NEON_DOTPROD = 5,
+    PIB_CPU_KERNELS_NEON_FP16 = 6,
 } pib_cpu_kernels;
 
 /* n_threads <= 0 means all hardware threads. memory_capacity 0 means "the machine's RAM";

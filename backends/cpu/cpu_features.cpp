@@ -45,7 +45,9 @@ bool has_avx512_vnni() noexcept {
 // 1 for the x86 levels, 2 for the ARM ones, 0 for SCALAR.
 int level_family(int32_t level) noexcept {
     if (level == PIB_CPU_KERNELS_AVX2 || level == PIB_CPU_KERNELS_AVX512) return 1;
-    if (level == PIB_CPU_KERNELS_NEON || level == PIB_CPU_KERNELS_NEON_DOTPROD) return 2;
+    if (level == PIB_CPU_KERNELS_NEON || level == PIB_CPU_KERNELS_NEON_DOTPROD ||
+        level == PIB_CPU_KERNELS_NEON_FP16)
+        return 2;
     return 0;
 }
 
@@ -56,6 +58,8 @@ int32_t level_below(int32_t level) noexcept {
         return PIB_CPU_KERNELS_AVX2;
     case PIB_CPU_KERNELS_NEON_DOTPROD:
         return PIB_CPU_KERNELS_NEON;
+    case PIB_CPU_KERNELS_NEON_FP16:
+        return PIB_CPU_KERNELS_NEON_DOTPROD;
     default:
         return PIB_CPU_KERNELS_SCALAR;
     }
@@ -69,7 +73,7 @@ int32_t supported_at_most(int32_t level) noexcept {
 }
 
 int32_t best_kernels() noexcept {
-    for (int32_t top : {PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON_DOTPROD}) {
+    for (int32_t top : {PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON_FP16}) {
         const int32_t level = supported_at_most(top);
         if (level != PIB_CPU_KERNELS_SCALAR) return level;
     }
@@ -85,7 +89,8 @@ int32_t named_level(const char* name) noexcept {
                  {"avx2", PIB_CPU_KERNELS_AVX2},
                  {"avx512", PIB_CPU_KERNELS_AVX512},
                  {"neon", PIB_CPU_KERNELS_NEON},
-                 {"neon_dotprod", PIB_CPU_KERNELS_NEON_DOTPROD}};
+                 {"neon_dotprod", PIB_CPU_KERNELS_NEON_DOTPROD},
+                 {"neon_fp16", PIB_CPU_KERNELS_NEON_FP16}};
     for (const auto& n : names)
         if (std::strcmp(name, n.name) == 0) return n.level;
     return -1;
@@ -108,6 +113,8 @@ bool kernels_supported(int32_t level) noexcept {
         return true;
     case PIB_CPU_KERNELS_NEON_DOTPROD:
         return arm_features().dotprod;
+    case PIB_CPU_KERNELS_NEON_FP16:
+        return arm_features().dotprod && arm_features().fp16 && arm_features().fhm;
 #endif
     default:
         return false;
@@ -139,6 +146,8 @@ const simd_kernels* kernels_table(int32_t level) noexcept {
         return &neon_kernels();
     case PIB_CPU_KERNELS_NEON_DOTPROD:
         return &neon_dotprod_kernels();
+    case PIB_CPU_KERNELS_NEON_FP16:
+        return &neon_fp16_kernels();
 #endif
     default:
         return nullptr;
@@ -155,6 +164,8 @@ const char* device_name(int32_t level) noexcept {
         return "cpu (neon)";
     case PIB_CPU_KERNELS_NEON_DOTPROD:
         return "cpu (neon_dotprod)";
+    case PIB_CPU_KERNELS_NEON_FP16:
+        return "cpu (neon_fp16)";
     default:
         return "cpu (scalar)";
     }

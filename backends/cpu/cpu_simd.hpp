@@ -1,9 +1,9 @@
 #pragma once
 // The inner loops of the fast CPU kernels: one table of plain function pointers per instruction
 // set, each compiled in its own file with that set enabled (simd_avx2.cpp, simd_avx512.cpp,
-// simd_avx512_vnni.cpp; simd_neon.cpp, simd_neon_dotprod.cpp) and picked at run time. Threads,
-// scratch and argument checks stay in the portable kernels; these loops only see raw, already
-// validated pointers.
+// simd_avx512_vnni.cpp; simd_neon.cpp, simd_neon_dotprod.cpp, simd_neon_fp16.cpp) and picked at
+// run time. Threads, scratch and argument checks stay in the portable kernels; these loops only
+// see raw, already validated pointers.
 //
 // Every output element is a fixed sequence of float FMAs that does not depend on how the caller
 // split the work into chunks, on which rows or tokens share a register tile, or on the batch
@@ -67,7 +67,18 @@ struct k_acts {
     int64_t stride;
 };
 
-// 64-byte aligned storage for quant_acts and k_acts.
+// Activation rows rounded to binary16 for the F16 products of a level with FP16 arithmetic (see
+// prepare_h): token t's row of `stride` values starts at data + t * stride and holds its values
+// times 1 / scale[t] as binary16. scale[t] is the power of two that brings the row's largest
+// magnitude into [2^14, 2^15): no value overflows binary16's range, few fall below its normal
+// range, and multiplying a product's float sum by scale[t] undoes it exactly.
+struct half_acts {
+    const uint16_t* data;
+    int64_t stride;
+    const float* scale;
+};
+
+// 64-byte aligned storage for quant_acts, k_acts and half_acts.
 struct alignas(64) cache_line {
     int32_t words[16];
 };
@@ -200,8 +211,30 @@ struct simd_kernels {
     // axpy_rows for K-quant weights, c0 and c1 multiples of qk_k: per listed row, a * d * sc
     // (rounded once per sub-block) times each code by one FMA per element; for Q4_K the terms
     // a * dmin * m are summed per sub-block and subtracted once at the end.
-    void (*axpy_rows_k)(const weights& wt, const int32_t* rows, int64_t n, const float* a,
-                        float* y, int64_t c0, int64_t c1);
+    void (*axpy_rows_k)(const weights& wt, const int32_t* rows, int64_t n, const float* a, float* y,
+                        int64_t c0, int64_t c1);
+
+    // F16 weights times activations rounded to binary16 (half_acts), the products exact and
+    // summed in float, four four-lane chains over 16-column steps and one more over 8-column
+    // steps into the first two, the lanes summed in a fixed order, the last columns one by one;
+    // the sum is then multiplied by the token's scale. One sequence per (row, token) whatever the
+    // entry, so dense and sparse products agree bit for bit and a token gets the same bits alone
+    // and in a batch. Null at the levels without FP16 arithmetic, which widen F16 weights to F32
+    // in mul_mat, mul_rows and mul_rows_batch instead.
+    //
+    // Rounds the n values of the activation row x to binary16 into out and returns the row's
+    // scale (half_acts).
+    float (*prepare_h)(const float* x, int64_t n, uint16_t* out);
+    // y[rows[k]] = w[rows[k]] . x for k in [0, n); x is one token's row of half_acts, scale its
+    // scale.
+    void (*mul_rows_h)(const weights& w, const int32_t* rows, int64_t n, const uint16_t* x,
+                       float scale, float* y);
+    // y[t][r] = w[r] . x[t] for rows r in [r0, r1) and tokens t in [0, n_tok).
+    void (*mul_mat_h)(const weights& w, int64_t r0, int64_t r1, half_acts x, int64_t n_tok,
+                      f32_rows_out y);
+    // mul_rows_batch with x in half_acts.
+    void (*mul_rows_batch_h)(const weights& w, int64_t i0, int64_t i1, const int32_t* offsets,
+                             const int32_t* tokens, half_acts x, f32_rows_out y);
 
     // The weight types the products and accumulates above take, a bit 1 << wtype each; a table
     // may also leave attend, select, rms_norm, add, relu or glu null. The reference kernels run
@@ -217,5 +250,8 @@ const simd_kernels& avx512_vnni_kernels() noexcept;
 // NEON (every AArch64 CPU), and with the dot-product extension: the same results bit for bit.
 const simd_kernels& neon_kernels() noexcept;
 const simd_kernels& neon_dotprod_kernels() noexcept;
+// neon_dotprod_kernels plus the F16 products in FP16 arithmetic (FEAT_FP16 and FEAT_FHM: fmlal);
+// every other entry gives neon_dotprod_kernels' bits.
+const simd_kernels& neon_fp16_kernels() noexcept;
 
 } // namespace pi::cpu

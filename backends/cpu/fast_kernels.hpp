@@ -30,6 +30,8 @@ int fast_select_active(context& c, const view& p, float threshold, const view& i
 quant_acts prepare_activations(context& c, wtype type, const view& x);
 // x's rows quantized to Q8_K (x.ne0 a positive multiple of qk_k), in the same scratch.
 k_acts prepare_k_activations(context& c, const view& x);
+// x's rows rounded to binary16 for F16 products when the table has prepare_h, in the same scratch.
+half_acts prepare_half_activations(context& c, const view& x);
 
 // fast_layer.cpp
 int fast_attention(context& c, const view& q, const view& k, const view& v, const view& q_pos,

@@ -54,6 +54,11 @@ bool k_quant(const weights& w) {
     return w.type == wtype::q4_k || w.type == wtype::q6_k;
 }
 
+// F16 weights on a level with FP16 arithmetic: the products take half_acts.
+bool half_products(const simd_kernels& k, const weights& w) {
+    return w.type == wtype::f16 && k.prepare_h != nullptr;
+}
+
 f32_rows in_rows(const view& v) {
     return f32_rows{v.row<const float>(0), v.nb1};
 }
@@ -152,6 +157,13 @@ int fast_mul_mat(context& c, const view& w, const view& x, const view& y) {
     const int64_t rows = w.ne1;
     const int64_t chunk = x.ne1 == 1 ? chunk_size(c, rows, rows_for(w, decode_task_bytes), rows, 8)
                                      : chunk_size(c, rows, 8, rows_for(w, batch_task_bytes), 8);
+    if (half_products(k, wr)) {
+        const half_acts xh = prepare_half_activations(c, x);
+        parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
+            k.mul_mat_h(wr, r0, r1, xh, x.ne1, out_rows(y));
+        });
+        return PIB_OK;
+    }
     if (!quantized(wr)) {
         parallel_chunks(c, rows, chunk, [&](int64_t r0, int64_t r1) {
             k.mul_mat(wr, r0, r1, in_rows(x), x.ne1, out_rows(y));
@@ -191,6 +203,8 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
     const bool quant = quantized(wr[0]) && !kq;
     const quant_acts xq = quant ? prepare_activations(c, wr[0].type, x) : quant_acts{};
     const k_acts xk = kq ? prepare_k_activations(c, x) : k_acts{};
+    const bool half = half_products(k, wr[0]);
+    const half_acts xh = half ? prepare_half_activations(c, x) : half_acts{};
     if (k_quant(wr[0]) && !kq) { // rows without blocks: every product is an empty sum
         for (int m = 0; m < n_mat; ++m)
             zero_rows(c, y[m]);
@@ -226,6 +240,9 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
                             wr[m], list + k0, k1 - k0,
                             quant_acts{xq.data + t * quant_block_bytes * xq.stride, xq.stride},
                             y[m].row<float>(t));
+                    else if (half)
+                        k.mul_rows_h(wr[m], list + k0, k1 - k0, xh.data + t * xh.stride,
+                                     xh.scale[t], y[m].row<float>(t));
                     else
                         k.mul_rows(wr[m], list + k0, k1 - k0, x.row<const float>(t),
                                    y[m].row<float>(t));
@@ -241,6 +258,9 @@ int fast_mul_mat_sparse(context& c, std::span<const view> w, const view& x, cons
             k.mul_rows_batch_k(wr, n_mat, i0, i1, lists.offsets, lists.tokens, xk, out);
         } else if (quant) {
             k.mul_rows_batch_q(wr, n_mat, i0, i1, lists.offsets, lists.tokens, xq, out);
+        } else if (half) {
+            for (int m = 0; m < n_mat; ++m)
+                k.mul_rows_batch_h(wr[m], i0, i1, lists.offsets, lists.tokens, xh, out[m]);
         } else {
             for (int m = 0; m < n_mat; ++m)
                 k.mul_rows_batch(wr[m], i0, i1, lists.offsets, lists.tokens, in_rows(x), out[m]);

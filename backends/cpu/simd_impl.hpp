@@ -834,6 +834,10 @@ template <quant_vector V> struct impl {
             .mul_mat_k = KQ::mul_mat_k,
             .mul_rows_batch_k = KQ::mul_rows_batch_k,
             .axpy_rows_k = KQ::axpy_rows_k,
+            .prepare_h = nullptr,
+            .mul_rows_h = nullptr,
+            .mul_mat_h = nullptr,
+            .mul_rows_batch_h = nullptr,
             .weight_types = ~0u,
         };
     }

@@ -371,6 +371,10 @@ template <class D> struct neon_impl {
             .mul_mat_k = nullptr,
             .mul_rows_batch_k = nullptr,
             .axpy_rows_k = nullptr,
+            .prepare_h = nullptr,
+            .mul_rows_h = nullptr,
+            .mul_mat_h = nullptr,
+            .mul_rows_batch_h = nullptr,
             .weight_types = bit(wtype::f32) | bit(wtype::f16) | bit(wtype::q4_0) | bit(wtype::q8_0),
         };
     }

@@ -59,6 +59,7 @@ void release(context* c) {
     static_cast<void>(cudaSetDevice(c->device));
     if (c->stream != nullptr) static_cast<void>(cudaStreamSynchronize(c->stream));
     if (c->transfer != nullptr) static_cast<void>(cudaStreamSynchronize(c->transfer));
+    release_graphs(*c);
     release_blas(*c); // its handle is bound to the stream
     if (c->kernels_done != nullptr) static_cast<void>(cudaEventDestroy(c->kernels_done));
     if (c->transfers_done != nullptr) static_cast<void>(cudaEventDestroy(c->transfers_done));
@@ -142,6 +143,7 @@ bool in_range(const pib_buffer* buf, std::size_t offset, std::size_t n) {
 // Waits for the copy so that the caller may reuse `src` as soon as this returns.
 int buffer_upload(context& c, pib_buffer* buf, std::size_t offset, const void* src, std::size_t n) {
     if (!in_range(buf, offset, n) || (src == nullptr && n > 0)) return PIB_ERR_INVALID_ARGUMENT;
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (n == 0) return PIB_OK;
     if (const int s = status_of(
             cudaMemcpyAsync(buf->data + offset, src, n, cudaMemcpyHostToDevice, c.stream));
@@ -154,6 +156,7 @@ int buffer_upload(context& c, pib_buffer* buf, std::size_t offset, const void* s
 int buffer_download(context& c, const pib_buffer* buf, std::size_t offset, void* dst,
                     std::size_t n) {
     if (!in_range(buf, offset, n) || (dst == nullptr && n > 0)) return PIB_ERR_INVALID_ARGUMENT;
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (n > 0) {
         if (const int s = status_of(
                 cudaMemcpyAsync(dst, buf->data + offset, n, cudaMemcpyDeviceToHost, c.stream));
@@ -165,11 +168,13 @@ int buffer_download(context& c, const pib_buffer* buf, std::size_t offset, void*
 
 int buffer_clear(context& c, pib_buffer* buf, std::size_t offset, std::size_t n) {
     if (!in_range(buf, offset, n)) return PIB_ERR_INVALID_ARGUMENT;
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (n == 0) return PIB_OK;
     return status_of(cudaMemsetAsync(buf->data + offset, 0, n, c.stream));
 }
 
 int synchronize(context& c) {
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     return drain(c);
 }
 
@@ -209,11 +214,13 @@ int transfer_download(context& c, const pib_buffer* buf, std::size_t offset, voi
 }
 
 int transfer_after_kernels(context& c) {
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (const int s = status_of(cudaEventRecord(c.kernels_done, c.stream)); s != PIB_OK) return s;
     return status_of(cudaStreamWaitEvent(c.transfer, c.kernels_done, 0));
 }
 
 int kernels_after_transfers(context& c) {
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (const int s = status_of(cudaEventRecord(c.transfers_done, c.transfer)); s != PIB_OK)
         return s;
     return status_of(cudaStreamWaitEvent(c.stream, c.transfers_done, 0));
@@ -259,6 +266,9 @@ const pib_vtable vtable = {
     .transfer_after_kernels = entry<&transfer_after_kernels>::fn,
     .kernels_after_transfers = entry<&kernels_after_transfers>::fn,
     .transfer_wait = entry<&transfer_wait>::fn,
+    .graph_begin = entry<&graph_begin>::fn,
+    .graph_end = entry<&graph_end>::fn,
+    .graph_stats = entry<&graph_stats>::fn,
 };
 
 } // namespace
@@ -288,7 +298,7 @@ int make_view(const pib_tensor* t, view& v) {
     if (!pib_mul_fits(static_cast<std::size_t>(t->ne0) / l.block, l.bytes, &row) ||
         !pib_view_fits(t, row, t->buffer->size))
         return PIB_ERR_INVALID_ARGUMENT;
-    v = view{t->buffer->data + t->offset, t->ne0, t->ne1, t->nb1, t->type};
+    v = view{t->buffer->data + t->offset, t->ne0, t->ne1, t->nb1, t->type, 0};
     if (!v.rows_aligned(l.align)) return PIB_ERR_INVALID_ARGUMENT;
     return PIB_OK;
 }

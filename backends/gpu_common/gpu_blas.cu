@@ -126,8 +126,8 @@ template <class W> __global__ void to_half_kernel(view v, int64_t r0, int64_t ro
 
 template <class W>
 void to_half(context& c, const view& v, int64_t r0, int64_t rows, uint16_t* out) {
-    launch(to_half_kernel<W>, dim3(blocks_for(rows * v.ne0, convert_threads)), convert_threads,
-           c.stream, v, r0, rows, out);
+    launch_now(to_half_kernel<W>, dim3(blocks_for(rows * v.ne0, convert_threads)), convert_threads,
+               c.stream, v, r0, rows, out);
 }
 
 // Leading dimension of a view's rows in elements of `size` bytes; a single row has none of its

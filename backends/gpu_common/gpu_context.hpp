@@ -1,6 +1,7 @@
 #pragma once
 // The state behind the GPU backend's void* ctx, its buffers, and the checked tensor views the
 // kernels receive. Shared by every kernel file (CUDA, HIP and the CPU simulation).
+#include "gpu_graph.hpp"
 #include "gpu_runtime.hpp"
 #include "pib_backend.h"
 
@@ -59,6 +60,8 @@ struct context {
     bool blas_failed = false;
     void* blas_stage = nullptr;
     std::size_t blas_stage_bytes = 0;
+    // gpu_graph.cu: the graph session's recorded kernels and the graphs of earlier sessions.
+    graph_state graphs;
 };
 
 inline context* as_context(void* ctx) {
@@ -72,6 +75,9 @@ struct view {
     int64_t ne1 = 0;
     std::size_t nb1 = 0;
     uint32_t type = 0;
+    // Makes the tail padding a member: a recorded launch (gpu_graph.hpp) compares arguments
+    // as bytes, and padding bytes hold whatever was there.
+    uint32_t unused = 0;
 
     template <class T> PI_HD T* row(int64_t r) const {
         return reinterpret_cast<T*>(base + static_cast<std::size_t>(r) * nb1);
@@ -87,6 +93,8 @@ struct view {
                (ne1 <= 1 || nb1 % align == 0);
     }
 };
+
+static_assert(sizeof(view) == 40, "view has no padding bytes");
 
 // Validates t (non-null, supported type, whole blocks per row, rows inside the buffer and
 // aligned for the type) and fills v: PIB_OK, PIB_ERR_INVALID_ARGUMENT, or PIB_ERR_UNSUPPORTED
@@ -111,6 +119,19 @@ inline bool is_i32_vector(const view& v, int64_t n) {
 
 // The status of the launches issued since the last check.
 int launch_status();
+
+// kernel<<<grid, block>>>(args...) on the context's stream, or recorded in a graph session.
+template <class... P, class... A>
+void launch(context& c, void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
+    if (c.graphs.recording)
+        c.graphs.run.add(kernel, grid, block, args...);
+    else
+        launch_now(kernel, grid, block, c.stream, args...);
+}
+
+// gpu_graph.cu: submits the kernels recorded since the last submission (none outside a graph
+// session), as a graph or one by one; the first error of the run.
+int submit_recorded(context& c);
 
 // Status of a runtime call.
 int status_of(cudaError_t e);

@@ -42,4 +42,10 @@ int attention(context& c, const pib_tensor* q, const pib_tensor* k_cache, const 
               const pib_tensor* q_pos, const pib_tensor* kv_pos, const pib_attention_params* p,
               const pib_tensor* out);
 
+// gpu_graph.cu: the graph sessions of version 6, and the graphs' release at teardown.
+int graph_begin(context& c);
+int graph_end(context& c);
+int graph_stats(context& c, pib_graph_stats* out);
+void release_graphs(context& c);
+
 } // namespace pi::gpu

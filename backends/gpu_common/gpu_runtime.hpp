@@ -21,6 +21,14 @@
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaGetErrorString hipGetErrorString
 #define cudaGetLastError hipGetLastError
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraph_t hipGraph_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaStreamEndCapture hipStreamEndCapture
 #define cudaFree hipFree
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncGetAttributes hipFuncGetAttributes
@@ -123,9 +131,11 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
     return s;
 }
 
-// kernel<<<grid, block, 0, stream>>>(args...), or its simulation.
+// kernel<<<grid, block, 0, stream>>>(args...), or its simulation. Kernels go through
+// gpu_graph.hpp's launch(context&, ...), which records them in a graph session; this is for the
+// launches that must not wait for a submission (the BLAS path's conversions) and for submitting.
 template <class... P, class... A>
-void launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A... args) {
+void launch_now(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A... args) {
 #if defined(PI_GPU_SIM)
     sim::launch(kernel, grid, block, stream, args...);
 #else

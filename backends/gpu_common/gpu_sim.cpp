@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -22,7 +23,16 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-struct sim_stream {};
+struct sim_graph {
+    struct node {
+        const void* kernel;
+        std::function<void()> run;
+    };
+    std::vector<node> nodes;
+};
+struct sim_stream {
+    sim_graph* capture = nullptr; // the graph being captured, if any
+};
 struct sim_event {};
 
 namespace pi::gpu::sim {
@@ -193,6 +203,14 @@ void group_sync() {
     wait(state::group_barrier);
 }
 
+bool capturing(cudaStream_t s) {
+    return s != nullptr && s->capture != nullptr;
+}
+
+void capture(cudaStream_t s, const void* kernel, std::function<void()> run) {
+    s->capture->nodes.push_back({kernel, std::move(run)});
+}
+
 void run_grid(dim3 grid, dim3 block, void (*body)(void*), void* arg) {
     scheduler& s = sched();
     const std::lock_guard lock(s.launch);
@@ -287,12 +305,14 @@ cudaError_t cudaFreeHost(void* p) {
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cudaMemcpyKind,
-                            cudaStream_t) {
+                            cudaStream_t s) {
+    if (pi::gpu::sim::capturing(s)) return cudaErrorStreamCaptureUnsupported;
     if (n > 0) std::memcpy(dst, src, n);
     return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* p, int value, std::size_t n, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* p, int value, std::size_t n, cudaStream_t s) {
+    if (pi::gpu::sim::capturing(s)) return cudaErrorStreamCaptureUnsupported;
     if (n > 0) std::memset(p, value, n);
     return cudaSuccess;
 }
@@ -303,12 +323,13 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (s != nullptr) delete s->capture;
     delete s;
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-    return cudaSuccess;
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    return pi::gpu::sim::capturing(s) ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
@@ -321,10 +342,59 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t s) {
+    return pi::gpu::sim::capturing(s) ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t, unsigned) {
+    return pi::gpu::sim::capturing(s) ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+    if (s == nullptr || s->capture != nullptr) return cudaErrorStreamCaptureUnsupported;
+    s->capture = new (std::nothrow) sim_graph;
+    return s->capture != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+    *graph = nullptr;
+    if (!pi::gpu::sim::capturing(s)) return cudaErrorInvalidValue;
+    *graph = std::exchange(s->capture, nullptr);
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+    *exec = graph != nullptr ? new (std::nothrow) sim_graph(*graph) : nullptr;
+    if (graph == nullptr) return cudaErrorInvalidValue;
+    return *exec != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                cudaGraphExecUpdateResultInfo* info) {
+    if (exec == nullptr || graph == nullptr) return cudaErrorInvalidValue;
+    bool same = exec->nodes.size() == graph->nodes.size();
+    for (std::size_t i = 0; same && i < graph->nodes.size(); ++i)
+        same = exec->nodes[i].kernel == graph->nodes[i].kernel;
+    if (info != nullptr) info->result = same ? 0 : 1;
+    if (!same) return cudaErrorGraphExecUpdateFailure;
+    exec->nodes = graph->nodes;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+    if (exec == nullptr) return cudaErrorInvalidValue;
+    if (pi::gpu::sim::capturing(s)) return cudaErrorStreamCaptureUnsupported;
+    for (const sim_graph::node& n : exec->nodes)
+        n.run();
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+    delete exec;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    delete graph;
     return cudaSuccess;
 }

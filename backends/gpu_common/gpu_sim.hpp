@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <tuple>
 
 #define __global__
@@ -38,6 +39,8 @@ enum cudaError_t {
     cudaErrorInsufficientDriver = 35,
     cudaErrorInvalidDevice = 101,
     cudaErrorNoDevice = 100,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorGraphExecUpdateFailure = 910,
 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 struct sim_stream;
@@ -47,6 +50,21 @@ inline constexpr unsigned cudaStreamNonBlocking = 1;
 struct sim_event;
 using cudaEvent_t = sim_event*;
 inline constexpr unsigned cudaEventDisableTiming = 2;
+
+// A captured stream's launches become the nodes of a graph; an executable graph runs them in
+// order. Only kernels are captured: any other call on a capturing stream fails, as the calls a
+// capture cannot hold do on a GPU, so the suite catches a submission that would break one.
+struct sim_graph;
+using cudaGraph_t = sim_graph*;
+using cudaGraphExec_t = sim_graph*;
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2,
+};
+struct cudaGraphExecUpdateResultInfo {
+    int result;
+};
 
 struct cudaFuncAttributes {
     int maxThreadsPerBlock;
@@ -78,6 +96,17 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags);
+// Succeeds when the graphs have the same kernels in the same order (grids may differ), as the
+// CUDA runtime's update of kernel nodes does.
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                cudaGraphExecUpdateResultInfo* info);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 void __syncthreads();
 
@@ -94,9 +123,12 @@ void group_sync();
 // Runs body(arg) as every thread (threadIdx.x < block.x) of every block of the grid.
 void run_grid(dim3 grid, dim3 block, void (*body)(void*), void* arg);
 
-template <class... P, class... A>
-void launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t, A... args) {
-    std::tuple<P...> params(args...);
+// Whether s is capturing, and adding a launch to its graph.
+bool capturing(cudaStream_t s);
+void capture(cudaStream_t s, const void* kernel, std::function<void()> run);
+
+template <class... P>
+void run_kernel(void (*kernel)(P...), dim3 grid, dim3 block, std::tuple<P...>& params) {
     struct call {
         void (*kernel)(P...);
         std::tuple<P...>* params;
@@ -108,6 +140,17 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t, A... args
             std::apply(c->kernel, *c->params); // every thread gets its own copy of the arguments
         },
         &c);
+}
+
+template <class... P, class... A>
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, A... args) {
+    std::tuple<P...> params(args...);
+    if (capturing(stream))
+        capture(
+            stream, reinterpret_cast<const void*>(kernel),
+            [kernel, grid, block, params]() mutable { run_kernel(kernel, grid, block, params); });
+    else
+        run_kernel(kernel, grid, block, params);
 }
 
 } // namespace pi::gpu::sim

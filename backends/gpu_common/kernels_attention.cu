@@ -113,7 +113,7 @@ int attention(context& c, const pib_tensor* q, const pib_tensor* k_cache, const 
             if (vq.ne1 == 0) return static_cast<int>(PIB_OK);
             const dim3 grid(static_cast<unsigned>(p->n_head),
                             static_cast<unsigned>(vq.ne1 < max_grid_yz ? vq.ne1 : max_grid_yz));
-            launch(attention_kernel<K, V>, grid, att_threads, c.stream, vq, vk, vv,
+            launch(c, attention_kernel<K, V>, grid, att_threads, vq, vk, vv,
                    vqp.row<const int32_t>(0), vkp.row<const int32_t>(0), *p, vo);
             return launch_status();
         });

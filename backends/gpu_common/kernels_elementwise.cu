@@ -73,7 +73,7 @@ __global__ void listed_bias_kernel(view x, const float* b, view idx, const int32
 
 template <class F> int map2(context& c, const view& a, const view& b, const view& out, F f) {
     if (out.ne0 == 0 || out.ne1 == 0) return PIB_OK;
-    launch(map2_kernel<F>, grid_2d(out.ne0, out.ne1, threads), threads, c.stream, a, b, out, f);
+    launch(c, map2_kernel<F>, grid_2d(out.ne0, out.ne1, threads), threads, a, b, out, f);
     return launch_status();
 }
 
@@ -87,8 +87,7 @@ int get_rows(context& c, const pib_tensor* table, const pib_tensor* ids, const p
         return PIB_ERR_INVALID_ARGUMENT;
     return with_weight_elements(t.type, [&]<class T>(T) {
         if (o.ne0 == 0 || o.ne1 == 0) return static_cast<int>(PIB_OK);
-        launch(get_rows_kernel<T>, grid_2d(o.ne0, o.ne1, threads), threads, c.stream, t, i, o,
-               c.fault);
+        launch(c, get_rows_kernel<T>, grid_2d(o.ne0, o.ne1, threads), threads, t, i, o, c.fault);
         return launch_status();
     });
 }
@@ -101,7 +100,7 @@ int set_rows(context& c, const pib_tensor* src, const pib_tensor* rows, const pi
         return PIB_ERR_INVALID_ARGUMENT;
     return with_elements(d.type, [&]<class T>(T) {
         if (s.ne0 == 0 || s.ne1 == 0) return static_cast<int>(PIB_OK);
-        launch(set_rows_kernel<T>, blocks_for(s.ne0, threads), threads, c.stream, s, r, d, c.fault);
+        launch(c, set_rows_kernel<T>, blocks_for(s.ne0, threads), threads, s, r, d, c.fault);
         return launch_status();
     });
 }
@@ -127,11 +126,10 @@ int add_row(context& c, const pib_tensor* x, const pib_tensor* b, const pib_tens
         return map2(c, vx, row_b, vx, op_add{});
     }
     if (const int s = make_views({view_arg{idx, &vi}, {count, &vc}}); s != PIB_OK) return s;
-    if (!vi.is(type_i32) || vi.ne1 != vx.ne1 || !vc.is(type_i32) || vc.ne0 != vx.ne1 ||
-        vc.ne1 != 1)
+    if (!vi.is(type_i32) || vi.ne1 != vx.ne1 || !vc.is(type_i32) || vc.ne0 != vx.ne1 || vc.ne1 != 1)
         return PIB_ERR_INVALID_ARGUMENT;
     if (vx.ne1 == 0 || vi.ne0 == 0) return PIB_OK;
-    launch(listed_bias_kernel, grid_2d(vi.ne0, vx.ne1, threads), threads, c.stream, vx,
+    launch(c, listed_bias_kernel, grid_2d(vi.ne0, vx.ne1, threads), threads, vx,
            vb.row<const float>(0), vi, vc.row<const int32_t>(0));
     return launch_status();
 }

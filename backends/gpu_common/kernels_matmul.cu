@@ -109,20 +109,20 @@ int mul_mat(context& c, const pib_tensor* w, const pib_tensor* x, const pib_tens
         return with_weights(vw, [&]<class W>(W) {
             const unsigned blocks = blocks_for(vw.ne1, vec_groups);
             if (vx.ne1 == 1)
-                launch(mul_mat_vec_kernel<W, 1>, dim3(blocks, 1), vec_threads, c.stream, vw, vx,
-                       vy);
+                launch(c, mul_mat_vec_kernel<W, 1>, dim3(blocks, 1), vec_threads, vw, vx, vy);
             else
-                launch(mul_mat_vec_kernel<W, vec_tokens>,
-                       dim3(blocks, blocks_for(vx.ne1, vec_tokens)), vec_threads, c.stream, vw, vx,
-                       vy);
+                launch(c, mul_mat_vec_kernel<W, vec_tokens>,
+                       dim3(blocks, blocks_for(vx.ne1, vec_tokens)), vec_threads, vw, vx, vy);
             return launch_status();
         });
     }
+    // The library's calls go straight to the stream, after what is recorded so far.
+    if (const int s = submit_recorded(c); s != PIB_OK) return s;
     if (blas_mul_mat(c, vw, vx, vy)) return launch_status();
     if (vx.ne1 > max_grid_yz * tile_tokens) return PIB_ERR_INVALID_ARGUMENT;
     return with_weights(vw, [&]<class W>(W) {
         const dim3 grid(blocks_for(vw.ne1, tile_rows), blocks_for(vx.ne1, tile_tokens));
-        launch(mul_mat_tiled_kernel<W>, grid, tile_threads, c.stream, vw, vx, vy);
+        launch(c, mul_mat_tiled_kernel<W>, grid, tile_threads, vw, vx, vy);
         return launch_status();
     });
 }

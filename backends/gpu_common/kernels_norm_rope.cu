@@ -78,8 +78,8 @@ int rms_norm(context& c, const pib_tensor* x, const pib_tensor* w, float eps, co
         vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) || !std::isfinite(eps))
         return PIB_ERR_INVALID_ARGUMENT;
     if (vx.ne1 == 0) return PIB_OK;
-    launch(rms_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, c.stream, vx,
-           vw.row<const float>(0), eps, vy);
+    launch(c, rms_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, vx, vw.row<const float>(0), eps,
+           vy);
     return launch_status();
 }
 
@@ -95,8 +95,8 @@ int layer_norm(context& c, const pib_tensor* x, const pib_tensor* w, const pib_t
         vw.ne0 != vx.ne0 || vw.ne1 != 1 || vx.ne0 == 0 || !(eps >= 0.0f) || !std::isfinite(eps))
         return PIB_ERR_INVALID_ARGUMENT;
     if (vx.ne1 == 0) return PIB_OK;
-    launch(layer_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, c.stream, vx,
-           vw.row<const float>(0), b != nullptr ? vb.row<const float>(0) : nullptr, eps, vy);
+    launch(c, layer_norm_kernel, blocks_for(vx.ne1, 1), norm_threads, vx, vw.row<const float>(0),
+           b != nullptr ? vb.row<const float>(0) : nullptr, eps, vy);
     return launch_status();
 }
 
@@ -116,8 +116,8 @@ int rope(context& c, const pib_tensor* x, const pib_tensor* pos, const pib_rope_
     // NORMAL pairs (2j, 2j+1); NEOX pairs (j, j + n_rot/2).
     const int32_t stride = p->mode == PIB_ROPE_NEOX ? 1 : 2;
     const int32_t partner = p->mode == PIB_ROPE_NEOX ? p->n_rot / 2 : 1;
-    launch(rope_kernel, blocks_for(n, rope_threads), rope_threads, c.stream, vx,
-           vp.row<const int32_t>(0), *p, stride, partner);
+    launch(c, rope_kernel, blocks_for(n, rope_threads), rope_threads, vx, vp.row<const int32_t>(0),
+           *p, stride, partner);
     return launch_status();
 }
 

@@ -235,7 +235,7 @@ int sparse_rows(context& c, const views<M>& w, const view& x, const view& idx, c
                 const views<M>& y) {
     if (y.v[0].ne0 == 0 || y.v[0].ne1 == 0) return PIB_OK;
     for (int m = 0; m < M; ++m) {
-        launch(zero_kernel, grid_2d(y.v[m].ne0, y.v[m].ne1, threads), threads, c.stream, y.v[m]);
+        launch(c, zero_kernel, grid_2d(y.v[m].ne0, y.v[m].ne1, threads), threads, y.v[m]);
         if (const int s = launch_status(); s != PIB_OK) return s;
     }
     // At most 8 blocks per multiprocessor and token; groups loop over longer lists. One block
@@ -244,7 +244,7 @@ int sparse_rows(context& c, const views<M>& w, const view& x, const view& idx, c
         std::clamp<int64_t>(blocks_for(idx.ne0, vec_groups), 1, 8 * c.multiprocessors);
     const dim3 grid(static_cast<unsigned>(list_blocks),
                     static_cast<unsigned>(std::min(x.ne1, max_grid_yz)));
-    launch(mul_rows_kernel<W, M>, grid, vec_threads, c.stream, w, x, idx, count, y, c.fault);
+    launch(c, mul_rows_kernel<W, M>, grid, vec_threads, w, x, idx, count, y, c.fault);
     return launch_status();
 }
 
@@ -321,11 +321,11 @@ int axpy_sparse(context& c, const pib_tensor* wt, const pib_tensor* a, const pib
         float* partial = n_seg > 1 ? c.scratch : nullptr;
         const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(tok_blocks),
                         static_cast<unsigned>(n_seg));
-        launch(axpy_rows_kernel<W>, grid, threads, c.stream, vw, va, vi, vc, vy, seg_len, partial,
+        launch(c, axpy_rows_kernel<W>, grid, threads, vw, va, vi, vc, vy, seg_len, partial,
                c.fault);
         if (const int s = launch_status(); s != PIB_OK || partial == nullptr) return s;
-        launch(axpy_reduce_kernel, grid_2d(vy.ne0, vy.ne1, threads), threads, c.stream, partial,
-               n_seg, vy);
+        launch(c, axpy_reduce_kernel, grid_2d(vy.ne0, vy.ne1, threads), threads, partial, n_seg,
+               vy);
         return launch_status();
     });
 }
@@ -338,7 +338,7 @@ int select_active(context& c, const pib_tensor* p, float threshold, const pib_te
     if (!vp.is(type_f32) || !lists_shaped(vi, vc, vp.ne1) || vp.ne0 > INT32_MAX)
         return PIB_ERR_INVALID_ARGUMENT;
     if (vp.ne1 == 0) return PIB_OK;
-    launch(select_kernel, blocks_for(vp.ne1, 1), threads, c.stream, vp, threshold, vi, vc, c.fault);
+    launch(c, select_kernel, blocks_for(vp.ne1, 1), threads, vp, threshold, vi, vc, c.fault);
     return launch_status();
 }
 

@@ -4,6 +4,7 @@ set(PI_GPU_COMMON_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(PI_GPU_SOURCES
   ${PI_GPU_COMMON_DIR}/gpu_backend.cu
   ${PI_GPU_COMMON_DIR}/gpu_blas.cu
+  ${PI_GPU_COMMON_DIR}/gpu_graph.cu
   ${PI_GPU_COMMON_DIR}/gpu_module.cu
   ${PI_GPU_COMMON_DIR}/kernels_attention.cu
   ${PI_GPU_COMMON_DIR}/kernels_elementwise.cu

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define PIB_API_VERSION 5
+#define PIB_API_VERSION 6
 
 typedef enum pib_status {
     PIB_OK = 0,
@@ -84,6 +84,16 @@ typedef struct pib_device_info {
 } pib_device_info;
 
 #define PIB_TYPE_BIT(type) (UINT64_C(1) << (type))
+
+/* Version 6: what the kernels of graph sessions cost to submit, counted since the backend was
+ * created. */
+typedef struct pib_graph_stats {
+    uint64_t kernels;         /* kernels recorded */
+    uint64_t launches;        /* submissions: graph launches plus kernels launched one by one */
+    uint64_t graphs_replayed; /* runs equal to the last at their place: launched as they were */
+    uint64_t graphs_updated;  /* runs captured again and the graph's arguments updated */
+    uint64_t graphs_created;  /* runs captured into a new graph */
+} pib_graph_stats;
 
 typedef struct pib_vtable {
     uint32_t api_version; /* PIB_API_VERSION */
@@ -179,6 +189,22 @@ typedef struct pib_vtable {
     int (*kernels_after_transfers)(void *ctx);
     /* The host waits for every transfer submitted so far. */
     int (*transfer_wait)(void *ctx);
+
+    /* ---- version 6: a batch's kernels submitted as graphs ----
+     * Optional: NULL where a backend has no cost per launch to save (the CPU), all three or
+     * none. After graph_begin, the kernels are recorded rather than launched; buffer_upload,
+     * buffer_download, buffer_clear, synchronize, transfer_after_kernels, kernels_after_transfers
+     * and graph_end first submit the kernels recorded since the last submission, and a buffer a
+     * recorded kernel uses is not freed before then. The backend submits such a run as a graph:
+     * the graph of the same place of the previous session when the run's kernels and arguments
+     * are the same, else that graph updated, else a new one. Results are those of launching each
+     * kernel when it was called; a kernel's bad arguments are returned by its call, an error of
+     * submitting by the call that submits, a device fault by the next synchronize. A session
+     * already begun refuses graph_begin (PIB_ERR_INVALID_ARGUMENT). */
+    int (*graph_begin)(void *ctx);
+    int (*graph_end)(void *ctx);
+    /* Counters since creation; callable at any time. */
+    int (*graph_stats)(void *ctx, pib_graph_stats *out);
 } pib_vtable;
 
 typedef struct pib_backend {

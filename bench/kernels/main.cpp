@@ -30,9 +30,9 @@ struct options {
     int rounds = 5;
     std::vector<int> threads = {1, 2};
     std::string only; // run only measurements whose name contains this
-    std::vector<int32_t> levels = {PIB_CPU_KERNELS_SCALAR, PIB_CPU_KERNELS_AVX2,
-                                   PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON,
-                                   PIB_CPU_KERNELS_NEON_DOTPROD};
+    std::vector<int32_t> levels = {PIB_CPU_KERNELS_SCALAR,       PIB_CPU_KERNELS_AVX2,
+                                   PIB_CPU_KERNELS_AVX512,       PIB_CPU_KERNELS_NEON,
+                                   PIB_CPU_KERNELS_NEON_DOTPROD, PIB_CPU_KERNELS_NEON_FP16};
 };
 
 double seconds(clock_type::time_point a, clock_type::time_point b) {
@@ -359,8 +359,8 @@ int usage() {
                          "  --rounds N   rounds per measurement, best kept (default 5)\n"
                          "  --threads L  comma-separated thread counts (default 1,2)\n"
                          "  --only S     only the measurements whose name contains S\n"
-                         "  --levels L   kernel levels among scalar,avx2,avx512,neon,neon_dotprod "
-                         "(default all)\n");
+                         "  --levels L   kernel levels among scalar,avx2,avx512,neon,neon_dotprod,"
+                         "neon_fp16 (default all)\n");
     return 2;
 }
 
@@ -389,6 +389,8 @@ int main(int argc, char** argv) {
                     o.levels.push_back(PIB_CPU_KERNELS_NEON);
                 else if (name == "neon_dotprod")
                     o.levels.push_back(PIB_CPU_KERNELS_NEON_DOTPROD);
+                else if (name == "neon_fp16")
+                    o.levels.push_back(PIB_CPU_KERNELS_NEON_FP16);
                 else
                     return usage();
             }

@@ -116,6 +116,8 @@ pi_status pi_context_stats_get(const pi_context* ctx, pi_context_stats* stats) {
         out.bytes_to_host = s.link.to_host;
         out.cpu_wait_seconds = s.link.cpu_wait_seconds;
         out.device_wait_seconds = s.link.device_wait_seconds;
+        out.decode_device_kernels = s.decode_device_kernels;
+        out.decode_device_launches = s.decode_device_launches;
         out.n_prompt_tokens = s.n_prompt_tokens;
         out.n_decode_tokens = s.n_decode_tokens;
         out.prompt_seconds = s.prompt_seconds;
@@ -176,8 +178,7 @@ pi_status pi_predictor_audit_get(const pi_context* ctx, int32_t layer, pi_predic
     });
 }
 
-pi_status pi_context_set_ffn_observer(pi_context* ctx, pi_ffn_observer observer,
-                                      void* user_data) {
+pi_status pi_context_set_ffn_observer(pi_context* ctx, pi_ffn_observer observer, void* user_data) {
     return guard([&] {
         require(ctx, "ctx");
         if (!observer) {
@@ -185,11 +186,11 @@ pi_status pi_context_set_ffn_observer(pi_context* ctx, pi_ffn_observer observer,
             return PI_OK;
         }
         const hparams& h = ctx->impl->get_model().hp();
-        ctx->impl->set_ffn_observer([observer, user_data, n_embd = h.n_embd,
-                                     n_ff = h.n_ff](const ffn_observation& o) {
-            return observer(o.layer, o.n_tokens, o.input.data(), n_embd, o.activation.data(),
-                            n_ff, user_data) != 0;
-        });
+        ctx->impl->set_ffn_observer(
+            [observer, user_data, n_embd = h.n_embd, n_ff = h.n_ff](const ffn_observation& o) {
+                return observer(o.layer, o.n_tokens, o.input.data(), n_embd, o.activation.data(),
+                                n_ff, user_data) != 0;
+            });
         return PI_OK;
     });
 }

@@ -1,15 +1,10 @@
 #include <mutex>
 #include <string>
-#if defined(__aarch64__) && defined(__linux__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#elif defined(__aarch64__) && defined(__APPLE__)
-#include <sys/sysctl.h>
-#include <sys/types.h>
-#endif
 
 #include "api/api_support.hpp"
 #include "backend/module_loader.hpp"
+#include "platform/parallel.hpp"
+#include "platform/system.hpp"
 #include "support/log.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -17,14 +12,6 @@
 #endif
 
 namespace {
-
-#if defined(__aarch64__) && defined(__APPLE__)
-bool sysctl_flag(const char* name) {
-    int32_t value = 0;
-    size_t size = sizeof(value);
-    return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
-}
-#endif
 
 std::string cpu_features() {
     std::string f;
@@ -38,15 +25,11 @@ std::string cpu_features() {
     if (__builtin_cpu_supports("avx512f")) f += " AVX512F";
 #elif defined(__aarch64__)
     f += " NEON";
-#if defined(__linux__)
-    // The HWCAP bits the CPU backend's NEON levels read (backends/cpu/arm_features.cpp).
-    const unsigned long hwcap = getauxval(AT_HWCAP);
-    if ((hwcap & HWCAP_ASIMDDP) != 0) f += " DOTPROD";
-    if ((hwcap & HWCAP_ASIMDHP) != 0) f += " FP16";
-#elif defined(__APPLE__)
-    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f += " DOTPROD";
-    if (sysctl_flag("hw.optional.arm.FEAT_FP16")) f += " FP16";
-#endif
+    // What the CPU backend's NEON levels read too (backends/cpu/arm_features.cpp).
+    const pi::platform::arm_extensions arm = pi::platform::arm_cpu_extensions();
+    if (arm.dotprod) f += " DOTPROD";
+    if (arm.fp16) f += " FP16";
+    if (arm.fhm) f += " FHM";
 #endif
     return f.empty() ? " (none detected)" : f;
 }
@@ -72,7 +55,8 @@ const char* pi_system_info(void) {
     static std::string info;
     std::lock_guard lock(m);
     info = std::string("libpowerinfer ") + pi_version() + "\n" +
-           "CPU backend: built in, threads via oneTBB; CPU features:" + cpu_features() + "\n";
+           "CPU backend: built in, threads via " + pi::platform::threading_layer +
+           "; CPU features:" + cpu_features() + "\n";
     for (const pi::module_status& s : pi::probe_backend_modules())
         info += pi::describe(s) + "\n";
     return info.c_str();

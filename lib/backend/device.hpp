@@ -85,6 +85,12 @@ class device {
                v.kernels_after_transfers && v.transfer_wait;
     }
 
+    // Version 6: the batch's kernels submitted as graphs (graph_begin, graph_end, graph_stats).
+    bool has_graphs() const noexcept {
+        const pib_vtable& v = *be_.vt;
+        return v.graph_begin && v.graph_end && v.graph_stats;
+    }
+
     // Calls a kernel of the vtable and throws pi::error naming `what` on failure.
     template <typename Fn, typename... Args>
     void run(const char* what, Fn pib_vtable::*fn, Args&&... args) {

@@ -6,6 +6,7 @@
 
 #include "engine/block_ops.hpp"
 #include "engine/device_half.hpp"
+#include "engine/graph_session.hpp"
 #include "engine/offload.hpp"
 
 namespace pi {
@@ -185,6 +186,7 @@ void context::prepare_batch(const batch_view& batch) {
 
 void context::decode(const batch_view& batch) {
     prepare_batch(batch);
+    const auto turn = turn_on(options_.offloaded);
     const auto n = static_cast<int32_t>(batch.tokens.size());
     const std::span<const int32_t> positions(batch_pos_.data(), static_cast<size_t>(n));
 
@@ -200,7 +202,10 @@ void context::decode(const batch_view& batch) {
     try {
         const std::span<const int32_t> out_rows(out_rows_.data(), static_cast<size_t>(n_outputs_));
         if (offload_half_) offload_half_->upload_batch(positions, cells, out_rows);
+        graph_session graphs(graph_device(n));
         forward(n, out_rows);
+        const auto [kernels, launches] = graphs.end();
+        counters_.add_graphs(n, kernels, launches);
     } catch (...) {
         take_link_tally();
         kv_.forget(cells);
@@ -211,6 +216,16 @@ void context::decode(const batch_view& batch) {
     counters_.add_link(n, take_link_tally());
     counters_.add_batch(
         n, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// Batches of up to graph_max_tokens tokens (decoding, one or a few sequences) cost little
+// device time per kernel, so launching is what a graph saves; a prompt's products are long
+// enough that launching them one by one costs nothing that shows.
+device* context::graph_device(int32_t n) const noexcept {
+    constexpr int32_t graph_max_tokens = 16;
+    if (!offload_half_ || n > graph_max_tokens || !offload_half_->dev().has_graphs())
+        return nullptr;
+    return &offload_half_->dev();
 }
 
 link_tally context::take_link_tally() noexcept {

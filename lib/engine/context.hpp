@@ -47,8 +47,8 @@ using ffn_observer = std::function<bool(const ffn_observation&)>;
 
 struct batch_view {
     std::span<const int32_t> tokens;
-    std::span<const int32_t> pos;   // empty: each token follows its sequence's last
-    std::span<const int8_t> logits; // empty: see last_of_each_sequence
+    std::span<const int32_t> pos;    // empty: each token follows its sequence's last
+    std::span<const int8_t> logits;  // empty: see last_of_each_sequence
     std::span<const int32_t> seqs{}; // empty: every token in sequence `seq`
     int32_t seq = 0;
     // With no logits flags: true, the logits of each sequence's last token; false, of the
@@ -138,6 +138,8 @@ class context {
     void check_cancel() const;
     // The copies between the host and the offload device since the last call.
     link_tally take_link_tally() noexcept;
+    // The offload device when a batch of n tokens runs in a graph session, else null.
+    device* graph_device(int32_t n) const noexcept;
 
     const model& model_;
     context_options options_;
@@ -162,7 +164,7 @@ class context {
         uint64_t host_active; // the cold neurons' count
     };
     std::vector<pending_ffn> pending_ffn_;
-    std::vector<float> logits_;          // [n_out][n_vocab]
+    std::vector<float> logits_; // [n_out][n_vocab]
     std::vector<int32_t> logits_row_of_token_;
     int32_t n_outputs_ = 0;
     std::atomic<bool> cancel_{false};

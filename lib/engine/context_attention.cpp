@@ -11,7 +11,7 @@
 namespace pi {
 
 pib_tensor context::attention_input(device& dev, const arena_tensors& a, const layer_weights& w,
-                                   int32_t n) {
+                                    int32_t n) {
     const hparams& h = model_.hp();
     if (h.arch->block == block_kind::parallel)
         return first_rows(present(w.attn_norm_2) ? a.att : a.xn, n); // parallel_norms made it
@@ -58,7 +58,8 @@ void context::store_and_attend(device& dev, const arena_tensors& a, size_t il, i
     const kv_cache::layer_cells& cache = kv_.layer(il);
     dev.run("storing K", &pib_vtable::set_rows, &k, &cells, &cache.k);
     dev.run("storing V", &pib_vtable::set_rows, &v, &cells, &cache.v);
-    const pib_attention_params ap{h.n_head, h.n_head_kv, h.head_dim, kv_.span(),
+    const int32_t n_kv = kv_.on_device(il) ? kv_.device_span() : kv_.span();
+    const pib_attention_params ap{h.n_head, h.n_head_kv, h.head_dim, n_kv,
                                   1.0f / std::sqrt(static_cast<float>(h.head_dim))};
     // Each run of tokens of one sequence attends over that sequence's view of the cells.
     for (int32_t t0 = 0; t0 < n;) {
@@ -116,9 +117,9 @@ void context::attention_block(size_t il, int32_t n) {
         if (offload_half_) offload_half_->x_changed_on_host();
     }
     if (n == 1)
-        counters_.add_decode_bytes(bytes_of(w.attn_norm) + bytes_of(w.attn_norm_2) + bytes_of(w.wq) +
-                                   bytes_of(w.wk) + bytes_of(w.wv) + bytes_of(w.wo) +
-                                   kv_.bytes_read_per_layer());
+        counters_.add_decode_bytes(bytes_of(w.attn_norm) + bytes_of(w.attn_norm_2) +
+                                   bytes_of(w.wq) + bytes_of(w.wk) + bytes_of(w.wv) +
+                                   bytes_of(w.wo) + kv_.bytes_read_per_layer());
 }
 
 } // namespace pi

@@ -1,5 +1,7 @@
 #include "engine/device_worker.hpp"
 
+#include "platform/thread_name.hpp"
+
 #include <utility>
 
 namespace pi {
@@ -16,6 +18,7 @@ device_worker::~device_worker() {
 }
 
 void device_worker::loop() {
+    platform::name_this_thread("pi-device");
     for (;;) {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [this] { return has_job_ || stopping_; });

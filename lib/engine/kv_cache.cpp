@@ -81,10 +81,11 @@ uint64_t kv_cache::device_layer_bytes(const hparams& h, int32_t n_ctx) {
 
 kv_cache::kv_cache(device& host, const offload* off, const hparams& h, int32_t n_ctx, int32_t n_seq,
                    bool f16)
-    : host_(host), device_(cache_on_device(off, n_ctx, f16) ? &off->dev() : nullptr), h_(h),
-      host_type_(f16 ? ggml_type::f16 : ggml_type::f32), row_elements_(h.n_embd_kv()),
-      n_seq_(n_seq), on_device_(static_cast<size_t>(h.n_layer), false),
-      layers_(static_cast<size_t>(h.n_layer)), cells_(static_cast<size_t>(n_ctx)),
+    : host_(host), device_(cache_on_device(off, n_ctx, f16) ? &off->dev() : nullptr),
+      offload_(device_ ? off : nullptr), h_(h), host_type_(f16 ? ggml_type::f16 : ggml_type::f32),
+      row_elements_(h.n_embd_kv()), n_seq_(n_seq),
+      on_device_(static_cast<size_t>(h.n_layer), false), layers_(static_cast<size_t>(h.n_layer)),
+      cells_(static_cast<size_t>(n_ctx)),
       views_(static_cast<size_t>(n_seq) * static_cast<size_t>(n_ctx), -1) {
     if (n_seq < 1 || n_seq > 64)
         fail(status::invalid_argument, "n_seq_max must be in [1, 64] (got ", n_seq, ")");
@@ -283,6 +284,7 @@ void kv_cache::shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
 
 template <typename F>
 void kv_cache::in_chunks(std::span<const int32_t> cells, std::span<const int32_t> values, F&& f) {
+    const auto turn = turn_on(offload_);
     for (size_t at = 0; at < cells.size(); at += edit_chunk) {
         const auto n = static_cast<int64_t>(std::min<size_t>(edit_chunk, cells.size() - at));
         const auto chunk = [&](device& dev, const scratch& s, bool device_layers) {
@@ -357,6 +359,7 @@ std::vector<int32_t> kv_cache::leading_tokens(int32_t seq) const {
 }
 
 void kv_cache::publish() {
+    const auto turn = turn_on(offload_);
     span_ = 0;
     for (auto c = static_cast<int32_t>(cells_.size()) - 1; c >= 0 && span_ == 0; --c)
         if (cells_[static_cast<size_t>(c)].pos >= 0) span_ = c + 1;
@@ -404,6 +407,7 @@ size_t kv_cache::cell_row_bytes(size_t il) const noexcept {
 
 void kv_cache::save(int32_t seq, byte_writer& out) const {
     if (seq != -1) check_seq(seq, "sequence");
+    const auto turn = turn_on(offload_);
     std::vector<int32_t> saved;
     for (size_t c = 0; c < cells_.size(); ++c)
         if (cells_[c].pos >= 0 && (seq == -1 || (cells_[c].seqs & bit(seq)) != 0))
@@ -439,6 +443,7 @@ void kv_cache::save(int32_t seq, byte_writer& out) const {
 
 void kv_cache::load(int32_t seq, byte_reader& in) {
     if (seq != -1) check_seq(seq, "sequence");
+    const auto turn = turn_on(offload_);
     const auto n_layer = in.get<uint32_t>("the layer count");
     const auto row_elements = in.get<int64_t>("the KV row size");
     if (n_layer != layers_.size() || row_elements != row_elements_)

@@ -36,12 +36,25 @@ class kv_cache {
     bool on_device(size_t il) const noexcept { return on_device_[il]; }
     bool any_on_device() const noexcept { return device_ != nullptr; }
     // Sequence seq's view of the first span() cells, in host or device memory.
-    pib_tensor host_positions(int32_t seq) const noexcept { return view_of(host_views_, seq); }
-    pib_tensor device_positions(int32_t seq) const noexcept { return view_of(device_views_, seq); }
+    pib_tensor host_positions(int32_t seq) const noexcept {
+        return view_of(host_views_, seq, span_);
+    }
+    pib_tensor device_positions(int32_t seq) const noexcept {
+        return view_of(device_views_, seq, device_span());
+    }
     int32_t n_ctx() const noexcept { return static_cast<int32_t>(cells_.size()); }
     int32_t n_seq() const noexcept { return n_seq_; }
     // Cells up to the last occupied one: what attention of the current batch spans.
     int32_t span() const noexcept { return span_; }
+    // What attention on the device spans: span() rounded up to 256 cells, within n_ctx. The
+    // cells past span() are free (-1 in every view), so the result is the same, and a decoded
+    // token's kernel arguments, with them its graph (docs/hybrid.md), stay the same for 256
+    // tokens.
+    int32_t device_span() const noexcept {
+        constexpr int32_t step = 256;
+        const int32_t padded = (span_ + step - 1) / step * step;
+        return padded < n_ctx() ? padded : n_ctx();
+    }
     // Bytes one decoded token reads from a layer's cache.
     uint64_t bytes_read_per_layer() const noexcept;
     // The copies to and from the offload device since the last call.
@@ -93,9 +106,9 @@ class kv_cache {
         pib_tensor rows, cells, values; // the chunk's rows and entries
     };
 
-    pib_tensor view_of(pib_tensor t, int32_t seq) const noexcept {
+    pib_tensor view_of(pib_tensor t, int32_t seq, int32_t cells) const noexcept {
         t.offset += static_cast<size_t>(seq) * t.nb1;
-        t.ne0 = span_;
+        t.ne0 = cells;
         t.ne1 = 1;
         return t;
     }
@@ -123,6 +136,8 @@ class kv_cache {
 
     device& host_;
     device* device_ = nullptr; // the offload device when it holds cells, else null
+    // Its offload, when it does: copies and edits of the device's cells take its turn.
+    const offload* offload_ = nullptr;
     const hparams& h_;
     ggml_type host_type_;
     int64_t row_elements_;

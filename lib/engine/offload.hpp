@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,11 @@ class offload {
     const pib_tensor& output() const noexcept { return output_; }
     int32_t kv_n_ctx() const noexcept { return kv_n_ctx_; }
     bool any_dense() const noexcept;
+    // Contexts sharing this offload take turns on the device: a context holds this for a whole
+    // batch, whose kernels may be recorded in a graph session (docs/hybrid.md) that another
+    // context's calls must not enter, and for its KV cache's copies and edits there. Recursive:
+    // a batch edits its cache.
+    std::unique_lock<std::recursive_mutex> take_turn() const { return std::unique_lock(turn_); }
 
   private:
     buffer upload_group(std::initializer_list<std::pair<const pib_tensor*, pib_tensor*>> tensors);
@@ -91,6 +97,12 @@ class offload {
     int32_t max_hot_ = 0;
     int32_t kv_n_ctx_ = 0;
     uint64_t bytes_ = 0;
+    mutable std::recursive_mutex turn_;
 };
+
+// The offload's turn when there is one (offload::take_turn), else a lock that holds nothing.
+inline std::unique_lock<std::recursive_mutex> turn_on(const offload* off) {
+    return off != nullptr ? off->take_turn() : std::unique_lock<std::recursive_mutex>();
+}
 
 } // namespace pi

@@ -28,6 +28,9 @@ struct run_stats {
     // Copies between the host and the offload device (docs/hybrid.md): all batches, and
     // single-token batches alone.
     link_tally link, decode_link;
+    // Single-token batches on an offload device with graph sessions (pib_backend.h version 6):
+    // the kernels it ran and the submissions they took.
+    uint64_t decode_device_kernels = 0, decode_device_launches = 0;
 };
 
 // The bytes of a 2-D tensor: what reading it whole costs a decoded token.
@@ -56,6 +59,11 @@ class run_counters {
     void add_link(int32_t n_tokens, const link_tally& t) noexcept {
         stats_.link.add(t);
         if (n_tokens == 1) stats_.decode_link.add(t);
+    }
+    void add_graphs(int32_t n_tokens, uint64_t kernels, uint64_t launches) noexcept {
+        if (n_tokens != 1) return;
+        stats_.decode_device_kernels += kernels;
+        stats_.decode_device_launches += launches;
     }
     void add_ffn(size_t il, int32_t n_tokens, uint64_t active) noexcept;
     // The predictor's lists of a layer (in the host arena, `counts` long) for the audit and the

@@ -42,11 +42,9 @@ const char* value_type_name(value_type t) noexcept {
 
 namespace {
 
-using element = decltype(array_value::elems)::value_type;
-
 std::string describe(const value& v) {
     if (v.type != value_type::array) return value_type_name(v.type);
-    return concat("array of ", value_type_name(std::get<array_value>(v.data).elem_type));
+    return concat("array of ", value_type_name(std::get<array_value>(v.data).elem_type()));
 }
 
 [[noreturn]] void wrong_type(const std::string& path, std::string_view key, const value& v,
@@ -88,7 +86,7 @@ float get_float(const std::string& path, std::string_view key, const value& v) {
 
 const array_value& get_array(const std::string& path, std::string_view key, const value& v,
                              bool (*accepts)(value_type), const char* expected) {
-    if (v.type != value_type::array || !accepts(std::get<array_value>(v.data).elem_type))
+    if (v.type != value_type::array || !accepts(std::get<array_value>(v.data).elem_type()))
         wrong_type(path, key, v, expected);
     return std::get<array_value>(v.data);
 }
@@ -162,9 +160,9 @@ std::vector<std::string> file::get_string_array(std::string_view key) const {
     const array_value& arr = get_array(
         path_, key, *v, [](value_type t) { return t == value_type::string; }, "array of string");
     std::vector<std::string> out;
-    out.reserve(arr.elems.size());
-    for (const element& e : arr.elems)
-        out.push_back(std::get<std::string>(e));
+    out.reserve(arr.size());
+    arr.for_each(
+        [&](const array_value::element& e) { out.emplace_back(std::get<std::string_view>(e)); });
     return out;
 }
 
@@ -173,9 +171,10 @@ std::vector<float> file::get_f32_array(std::string_view key) const {
     if (!v) return {};
     const array_value& arr = get_array(path_, key, *v, wire::is_float, "array of f32");
     std::vector<float> out;
-    out.reserve(arr.elems.size());
-    for (const element& e : arr.elems)
+    out.reserve(arr.size());
+    arr.for_each([&](const array_value::element& e) {
         out.push_back(static_cast<float>(std::get<double>(e)));
+    });
     return out;
 }
 
@@ -186,13 +185,14 @@ std::vector<int32_t> file::get_i32_array(std::string_view key) const {
         path_, key, *v, [](value_type t) { return wire::is_unsigned(t) || wire::is_signed(t); },
         "array of integers");
     std::vector<int32_t> out;
-    out.reserve(arr.elems.size());
-    for (size_t i = 0; i < arr.elems.size(); ++i) {
+    out.reserve(arr.size());
+    arr.for_each([&](const array_value::element& e) {
         int32_t x = 0;
-        if (!integer_as(arr.elem_type, arr.elems[i], x))
-            fail(status::format, path_, ": key '", key, "' element ", i, " does not fit in i32");
+        if (!integer_as(arr.elem_type(), e, x))
+            fail(status::format, path_, ": key '", key, "' element ", out.size(),
+                 " does not fit in i32");
         out.push_back(x);
-    }
+    });
     return out;
 }
 

@@ -27,11 +27,61 @@ enum class value_type : uint32_t {
 
 const char* value_type_name(value_type t) noexcept;
 
-// An array value: element type plus elements, stored widened (integers as int64/uint64,
-// floats as double, strings as std::string) — vocabularies are the only large arrays.
-struct array_value {
-    value_type elem_type = value_type::u8;
-    std::vector<std::variant<uint64_t, int64_t, double, bool, std::string>> elems;
+// An array value: element type, count, and the elements in their encoding in the file
+// (little-endian fixed-size numbers, bools as one byte 0 or 1, strings as a u64 length and the
+// bytes). The arrays file::open() parses view the file's bytes, so that metadata takes no memory
+// beyond the file however many elements it declares; copies, and the arrays the from_*
+// functions make, own their bytes. The encoding is checked when an array is made, so reading it
+// never fails.
+class array_value {
+public:
+    // One element, widened as value::data holds a scalar; a string views the array's bytes.
+    using element = std::variant<uint64_t, int64_t, double, bool, std::string_view>;
+
+    array_value() = default; // no elements, of type u8
+    array_value(const array_value& other);
+    array_value& operator=(const array_value& other);
+    array_value(array_value&& other) noexcept;
+    array_value& operator=(array_value&& other) noexcept;
+    ~array_value() = default;
+
+    static array_value from_strings(std::span<const std::string> v);
+    static array_value from_f32(std::span<const float> v);
+    static array_value from_i32(std::span<const int32_t> v);
+    // Elements of type t, in the widened form element holds; throws
+    // pi::error(status::invalid_argument) when t is array or an element is not of t's form or
+    // does not fit t.
+    static array_value from_elements(value_type t, std::span<const element> v);
+    // `count` elements of type t encoded in `bytes`, viewed where they are: the bytes must outlive
+    // the array and whatever it is moved to. Throws pi::error(status::invalid_argument) when the
+    // bytes are not exactly such elements.
+    static array_value view(value_type t, uint64_t count, std::span<const uint8_t> bytes);
+
+    value_type elem_type() const noexcept { return elem_type_; }
+    size_t size() const noexcept { return count_; }
+    bool empty() const noexcept { return count_ == 0; }
+    std::span<const uint8_t> wire() const noexcept { return wire_; } // the encoded elements
+
+    // Calls f(element) for every element in order.
+    template <typename F> void for_each(F&& f) const {
+        size_t pos = 0;
+        for (size_t i = 0; i < count_; ++i)
+            f(next(pos));
+    }
+    std::vector<element> elements() const;
+    // The first n elements, n <= size() (throws pi::error(status::invalid_argument) otherwise).
+    array_value first(size_t n) const;
+
+    friend bool operator==(const array_value& a, const array_value& b) noexcept;
+
+private:
+    array_value(value_type t, size_t count, std::vector<uint8_t> owned);
+    element next(size_t& pos) const noexcept; // the element at wire_[pos]; moves pos past it
+
+    value_type elem_type_ = value_type::u8;
+    size_t count_ = 0;
+    std::vector<uint8_t> owned_; // empty when the elements are viewed elsewhere
+    std::span<const uint8_t> wire_;
 };
 
 struct value {
@@ -110,7 +160,7 @@ private:
     uint64_t data_offset_ = 0;
     std::vector<std::pair<std::string, value>> kv_;
     std::vector<tensor_info> tensors_;
-    std::map<std::string, size_t, std::less<>> tensor_index_;
+    std::map<std::string_view, size_t, std::less<>> tensor_index_; // names viewed in bytes()
 };
 
 class tensor_stream;

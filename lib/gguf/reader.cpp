@@ -3,7 +3,6 @@
 #include "gguf/gguf.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -15,9 +14,6 @@
 
 namespace pi::gguf {
 
-static_assert(std::endian::native == std::endian::little,
-              "the GGUF reader copies little-endian fields straight into host integers");
-
 namespace {
 
 struct parsed {
@@ -27,6 +23,7 @@ struct parsed {
     uint64_t data_offset = 0;
     std::vector<std::pair<std::string, value>> kv;
     std::vector<tensor_info> tensors;
+    std::map<std::string_view, size_t, std::less<>> tensor_index;
 };
 
 // Smallest encodings, used to bound counts by the bytes left before anything is reserved.
@@ -34,14 +31,18 @@ constexpr uint64_t min_kv_bytes = 8 + 4 + 1; // key length, type, u8 value
 constexpr uint64_t min_tensor_info_bytes =
     8 + 4 + 8 + 4 + 8; // name length, n_dims, ne0, type, offset
 
-// Parsed metadata is held widened (gguf.hpp: every array element is a variant of about 40
-// bytes), so a file of small arrays could ask for 40 times its size. The parser adds up what
-// it is about to allocate and refuses a file whose metadata would take more than this: 5 times
-// the largest vocabularies known (256k tokens with their scores and types, or 150k tokens with
-// as many BPE merges, take 20 to 45 MiB).
-constexpr uint64_t max_metadata_memory = uint64_t(128) << 20;
-// A key or tensor name's entry in the duplicate checks and the tensor index, about.
-constexpr uint64_t index_entry_bytes = 2 * (sizeof(std::string) + 4 * sizeof(void*));
+// Parsed metadata takes about the bytes it is read from: arrays, the vocabularies among them, are
+// viewed in the file (gguf.hpp), and keys, strings and tensor names are copies no longer than
+// their encoding. What it takes beyond that comes per key and per tensor: an entry and a tree
+// node, some 170 bytes for a key the file may spell in 13. The parser adds up what it is about to
+// allocate and refuses a file whose metadata would take more than the bytes of its header,
+// metadata and tensor infos plus this allowance, which holds the entries of some 50,000 keys and
+// tensors (models have a few dozen keys and at most a few thousand tensors). It is a constant,
+// not a multiple of those bytes, which would let a file of tiny keys take 13 times its size.
+constexpr uint64_t metadata_allowance = uint64_t(8) << 20;
+// A node of the duplicate checks' and the tensor index's trees (links, a name viewed in the file,
+// an index), as malloc rounds it, about.
+constexpr uint64_t index_entry_bytes = 8 * sizeof(void*);
 
 // Names come from the file: cap what goes into a message.
 std::string quoted(std::string_view name) {
@@ -74,12 +75,21 @@ class parser {
 
     uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
 
+    // The bytes of the header, metadata and tensor infos: those read so far and the least that
+    // the keys and tensor infos still to come take.
+    uint64_t section_bytes() const noexcept {
+        return pos_ + kv_left_ * min_kv_bytes + tensors_left_ * min_tensor_info_bytes;
+    }
+
     // Counts `n` more bytes of memory for the parsed metadata, refusing the file before they are
-    // allocated when the total would pass max_metadata_memory.
+    // allocated when the total would pass section_bytes() + metadata_allowance.
     void charge(uint64_t n, const char* what) {
-        if (n > max_metadata_memory - memory_)
-            corrupt(what, " would bring the parsed metadata to more than ", max_metadata_memory,
-                    " bytes of memory (", memory_, " so far, ", n, " more); not a model file");
+        const uint64_t section = section_bytes();
+        const uint64_t budget = section + metadata_allowance;
+        if (n > budget - memory_)
+            corrupt(what, " would bring the parsed metadata to more than ", budget,
+                    " bytes of memory (the ", section, " bytes it is read from plus ",
+                    metadata_allowance, "; ", memory_, " so far, ", n, " more); not a model file");
         memory_ += n;
     }
 
@@ -92,21 +102,26 @@ class parser {
     template <typename T> T read(const char* what) {
         field_ = pos_;
         need(sizeof(T), what);
-        T v;
-        std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
+        const T v = wire::load<T>(bytes_.data() + pos_);
         pos_ += sizeof(T);
         return v;
     }
 
-    std::string read_string(const char* what) {
+    // A string's bytes, viewed in the file.
+    std::string_view read_view(const char* what) {
         const uint64_t len = read<uint64_t>(what);
         if (len > remaining())
             corrupt(what, " length ", len, " exceeds the ", remaining(),
                     " bytes that remain (file truncated or corrupt)");
-        charge(len + 1, what);
-        std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
+        const std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
         pos_ += len;
         return s;
+    }
+
+    std::string read_string(const char* what) {
+        const std::string_view s = read_view(what);
+        charge(s.size() + 1, what);
+        return std::string(s);
     }
 
     void read_header(parsed& out) {
@@ -148,16 +163,18 @@ class parser {
         if (n_tensors > left / min_tensor_info_bytes)
             corrupt("n_tensors = ", n_tensors, " tensor infos cannot fit in the ", remaining(),
                     " bytes that remain (file truncated or corrupt)");
+        kv_left_ = n_kv;
+        tensors_left_ = n_tensors;
     }
 
     void read_metadata(parsed& out, uint64_t n_kv) {
-        std::set<std::string, std::less<>> seen;
-        charge(n_kv * (sizeof(std::pair<std::string, value>) + index_entry_bytes), "n_kv");
+        std::set<std::string_view, std::less<>> seen; // keys viewed in the file
+        charge(n_kv * sizeof(std::pair<std::string, value>), "n_kv");
         out.kv.reserve(n_kv);
         for (uint64_t i = 0; i < n_kv; ++i) {
             context_ = concat("key #", i);
-            std::string key = read_string("key");
-            charge(key.size() + 1, "key"); // its copy in the duplicate check
+            const std::string_view key = read_view("key");
+            charge(key.size() + 1 + index_entry_bytes, "key");
             context_ = concat("key ", quoted(key));
             if (!seen.insert(key).second) corrupt("duplicate key");
             const uint32_t type_id = read<uint32_t>("value type");
@@ -167,70 +184,62 @@ class parser {
             if (v.type == value_type::array) {
                 v.data = read_array();
             } else {
-                v.data = read_scalar<decltype(v.data)>(v.type);
+                v.data = read_scalar(v.type);
             }
             if (key == wire::alignment_key) out.alignment = alignment_of(v);
-            out.kv.emplace_back(std::move(key), std::move(v));
+            out.kv.emplace_back(std::string(key), std::move(v));
+            --kv_left_;
         }
         context_.clear();
     }
 
-    template <typename V> V read_scalar(value_type t) {
-        switch (t) {
-        case value_type::u8:
-            return V(uint64_t{read<uint8_t>("u8 value")});
-        case value_type::i8:
-            return V(int64_t{read<int8_t>("i8 value")});
-        case value_type::u16:
-            return V(uint64_t{read<uint16_t>("u16 value")});
-        case value_type::i16:
-            return V(int64_t{read<int16_t>("i16 value")});
-        case value_type::u32:
-            return V(uint64_t{read<uint32_t>("u32 value")});
-        case value_type::i32:
-            return V(int64_t{read<int32_t>("i32 value")});
-        case value_type::u64:
-            return V(read<uint64_t>("u64 value"));
-        case value_type::i64:
-            return V(read<int64_t>("i64 value"));
-        case value_type::f32:
-            return V(double{read<float>("f32 value")});
-        case value_type::f64:
-            return V(read<double>("f64 value"));
-        case value_type::boolean: {
-            const uint8_t b = read<uint8_t>("bool value");
-            if (b > 1) corrupt("bool value ", unsigned{b}, " is neither 0 nor 1");
-            return V(b == 1);
-        }
-        case value_type::string:
-            return V(read_string("string"));
-        case value_type::array:
-            break;
-        }
-        corrupt("internal: scalar read of an array");
+    decltype(value::data) read_scalar(value_type t) {
+        if (t == value_type::string) return read_string("string");
+        field_ = pos_;
+        const size_t size = wire::scalar_size(t);
+        if (size > remaining())
+            corrupt(value_type_name(t), " value needs ", size, " bytes but only ", remaining(),
+                    " remain (file truncated or corrupt)");
+        const uint8_t* p = bytes_.data() + pos_;
+        if (t == value_type::boolean && *p > 1)
+            corrupt("bool value ", unsigned{*p}, " is neither 0 nor 1");
+        pos_ += size;
+        return wire::decode<decltype(value::data)>(t, p);
     }
 
-    using element = decltype(array_value::elems)::value_type;
-
+    // The elements stay in the file: the array views them once they are known to be well-formed.
     array_value read_array() {
-        array_value arr;
         const uint32_t elem_id = read<uint32_t>("array element type");
         if (elem_id == static_cast<uint32_t>(value_type::array))
             corrupt("nested arrays are not supported");
         if (!wire::is_known(elem_id)) corrupt("unknown array element value type ", elem_id);
-        arr.elem_type = static_cast<value_type>(elem_id);
+        const auto t = static_cast<value_type>(elem_id);
         const uint64_t count = read<uint64_t>("array count");
-        const size_t elem_size = wire::scalar_size(arr.elem_type);
+        const size_t elem_size = wire::scalar_size(t);
         const uint64_t min_elem = elem_size != 0 ? elem_size : 8; // strings: at least a length
         if (count > remaining() / min_elem)
-            corrupt("array count ", count, " of ", value_type_name(arr.elem_type),
-                    " needs at least ", min_elem, " bytes each but only ", remaining(),
+            corrupt("array count ", count, " of ", value_type_name(t), " needs at least ", min_elem,
+                    " bytes each but only ", remaining(),
                     " bytes remain (file truncated or corrupt)");
-        charge(count * sizeof(element), "array");
-        arr.elems.reserve(count);
-        for (uint64_t i = 0; i < count; ++i)
-            arr.elems.push_back(read_scalar<element>(arr.elem_type));
-        return arr;
+        const std::span<const uint8_t> rest = bytes_.subspan(pos_);
+        const wire::array_layout layout = wire::lay_out(t, count, rest);
+        field_ = pos_ + layout.end;
+        using fault = wire::array_layout::fault;
+        switch (layout.problem) {
+        case fault::none:
+            break;
+        case fault::short_elements:
+        case fault::short_length:
+            corrupt("element ", layout.index, " runs past the end of the file (",
+                    rest.size() - layout.end, " bytes remain; file truncated or corrupt)");
+        case fault::long_string:
+            corrupt("element ", layout.index, ": string length ", layout.found, " exceeds the ",
+                    rest.size() - layout.end - 8, " bytes that remain (file truncated or corrupt)");
+        case fault::bad_bool:
+            corrupt("element ", layout.index, ": bool value ", layout.found, " is neither 0 nor 1");
+        }
+        pos_ += layout.end;
+        return array_value::view(t, count, rest.first(layout.end));
     }
 
     // The C reader wants u32 and gguf_reader.py u64 (spec 1.3); both are accepted here.
@@ -243,16 +252,17 @@ class parser {
     }
 
     void read_tensor_infos(parsed& out, uint64_t n_tensors) {
-        std::set<std::string, std::less<>> seen;
-        charge(n_tensors * (sizeof(tensor_info) + index_entry_bytes), "n_tensors");
+        charge(n_tensors * sizeof(tensor_info), "n_tensors");
         out.tensors.reserve(n_tensors);
         for (uint64_t i = 0; i < n_tensors; ++i) {
             context_ = concat("tensor #", i);
+            const std::string_view name = read_view("tensor name");
+            charge(name.size() + 1 + index_entry_bytes, "tensor name");
+            context_ = concat("tensor ", quoted(name));
+            if (!out.tensor_index.emplace(name, out.tensors.size()).second)
+                corrupt("duplicate tensor name");
             tensor_info t;
-            t.name = read_string("tensor name");
-            charge(2 * (t.name.size() + 1), "tensor name"); // the duplicate check, the index
-            context_ = concat("tensor ", quoted(t.name));
-            if (!seen.insert(t.name).second) corrupt("duplicate tensor name");
+            t.name = std::string(name);
             t.n_dims = read<uint32_t>("n_dims");
             if (t.n_dims < 1 || t.n_dims > wire::max_dims)
                 corrupt("n_dims = ", t.n_dims, " is outside 1..", wire::max_dims);
@@ -280,6 +290,7 @@ class parser {
                 corrupt("data offset ", t.offset, " is not aligned to ", out.alignment,
                         " bytes (misaligned)");
             out.tensors.push_back(std::move(t));
+            --tensors_left_;
         }
         context_.clear();
     }
@@ -331,7 +342,9 @@ class parser {
     uint64_t pos_ = 0;
     uint64_t field_ = 0; // start of the field being read, for messages
     std::string context_;
-    uint64_t memory_ = 0; // bytes of memory the parsed metadata takes so far, about
+    uint64_t memory_ = 0;       // bytes of memory the parsed metadata takes so far, about
+    uint64_t kv_left_ = 0;      // keys declared but not read yet
+    uint64_t tensors_left_ = 0; // tensor infos declared but not read yet
 };
 
 } // namespace
@@ -353,8 +366,7 @@ std::unique_ptr<file> file::open(const std::string& path, const open_options& op
     f->data_offset_ = r.data_offset;
     f->kv_ = std::move(r.kv);
     f->tensors_ = std::move(r.tensors);
-    for (size_t i = 0; i < f->tensors_.size(); ++i)
-        f->tensor_index_.emplace(f->tensors_[i].name, i);
+    f->tensor_index_ = std::move(r.tensor_index);
     return f;
 }
 

@@ -1,9 +1,6 @@
 // GGUF v3 writer: validates values and tensors when they are added; a tensor_stream writes the
 // file in one pass to a temporary name and renames it into place.
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <limits>
 #include <utility>
 
 #include "gguf/gguf.hpp"
@@ -15,91 +12,36 @@ namespace pi::gguf {
 
 namespace {
 
-using element = decltype(array_value::elems)::value_type;
-
-uint64_t max_of(value_type t) noexcept {
-    return wire::scalar_size(t) == 8 ? std::numeric_limits<uint64_t>::max()
-                                     : (uint64_t{1} << (8 * wire::scalar_size(t))) - 1;
-}
-
-// True when the variant alternative matches the declared type and the value fits its width.
-template <typename Variant> bool holds(value_type t, const Variant& data) {
-    if (wire::is_unsigned(t))
-        return std::holds_alternative<uint64_t>(data) && std::get<uint64_t>(data) <= max_of(t);
-    if (wire::is_signed(t)) {
-        if (!std::holds_alternative<int64_t>(data)) return false;
-        const int64_t bound = static_cast<int64_t>(max_of(t) >> 1);
-        const int64_t v = std::get<int64_t>(data);
-        return v <= bound && v >= -bound - 1;
-    }
-    if (wire::is_float(t)) return std::holds_alternative<double>(data);
-    if (t == value_type::boolean) return std::holds_alternative<bool>(data);
+// True when the variant alternative matches the declared scalar type and the value fits it.
+bool holds(value_type t, const decltype(value::data)& data) {
     if (t == value_type::string) return std::holds_alternative<std::string>(data);
-    return false;
+    return wire::fits(t, data);
 }
 
 void validate(const std::string& key, const value& v) {
     if (!wire::is_known(static_cast<uint32_t>(v.type)))
         fail(status::invalid_argument, "gguf writer: key '", key, "' has unknown value type ",
              static_cast<uint32_t>(v.type));
-    if (v.type != value_type::array) {
-        if (!holds(v.type, v.data))
-            fail(status::invalid_argument, "gguf writer: key '", key,
-                 "' holds a value that does not match or fit its type ", value_type_name(v.type));
-        return;
-    }
-    if (!std::holds_alternative<array_value>(v.data))
+    const bool ok = v.type == value_type::array ? std::holds_alternative<array_value>(v.data)
+                                                : holds(v.type, v.data);
+    if (!ok)
         fail(status::invalid_argument, "gguf writer: key '", key,
-             "' is typed array but holds none");
-    const array_value& arr = std::get<array_value>(v.data);
-    if (arr.elem_type == value_type::array || !wire::is_known(static_cast<uint32_t>(arr.elem_type)))
-        fail(status::invalid_argument, "gguf writer: key '", key,
-             "' has an invalid array element type");
-    for (size_t i = 0; i < arr.elems.size(); ++i)
-        if (!holds(arr.elem_type, arr.elems[i]))
-            fail(status::invalid_argument, "gguf writer: key '", key, "' element ", i,
-                 " does not match or fit the element type ", value_type_name(arr.elem_type));
+             "' holds a value that does not match or fit its type ", value_type_name(v.type));
 }
 
-template <typename Variant> void put_scalar(file_sink& out, value_type t, const Variant& data) {
-    switch (t) {
-    case value_type::u8:
-        return out.pod(static_cast<uint8_t>(std::get<uint64_t>(data)));
-    case value_type::i8:
-        return out.pod(static_cast<int8_t>(std::get<int64_t>(data)));
-    case value_type::u16:
-        return out.pod(static_cast<uint16_t>(std::get<uint64_t>(data)));
-    case value_type::i16:
-        return out.pod(static_cast<int16_t>(std::get<int64_t>(data)));
-    case value_type::u32:
-        return out.pod(static_cast<uint32_t>(std::get<uint64_t>(data)));
-    case value_type::i32:
-        return out.pod(static_cast<int32_t>(std::get<int64_t>(data)));
-    case value_type::u64:
-        return out.pod(std::get<uint64_t>(data));
-    case value_type::i64:
-        return out.pod(std::get<int64_t>(data));
-    case value_type::f32:
-        return out.pod(static_cast<float>(std::get<double>(data)));
-    case value_type::f64:
-        return out.pod(std::get<double>(data));
-    case value_type::boolean:
-        return out.pod(static_cast<uint8_t>(std::get<bool>(data) ? 1 : 0));
-    case value_type::string:
-        return out.str(std::get<std::string>(data));
-    case value_type::array:
-        break;
-    }
-}
-
+// An array's elements go out as they are held: in their encoding.
 void put_value(file_sink& out, const value& v) {
     out.pod(static_cast<uint32_t>(v.type));
-    if (v.type != value_type::array) return put_scalar(out, v.type, v.data);
-    const array_value& arr = std::get<array_value>(v.data);
-    out.pod(static_cast<uint32_t>(arr.elem_type));
-    out.pod<uint64_t>(arr.elems.size());
-    for (const element& e : arr.elems)
-        put_scalar(out, arr.elem_type, e);
+    if (v.type == value_type::string) return out.str(std::get<std::string>(v.data));
+    if (v.type == value_type::array) {
+        const array_value& arr = std::get<array_value>(v.data);
+        out.pod(static_cast<uint32_t>(arr.elem_type()));
+        out.pod<uint64_t>(arr.size());
+        return out.bytes(arr.wire().data(), arr.wire().size());
+    }
+    uint8_t bytes[8];
+    wire::encode(v.type, v.data, bytes);
+    out.bytes(bytes, wire::scalar_size(v.type));
 }
 
 value make_scalar(value_type t, decltype(value::data) d) {
@@ -152,27 +94,15 @@ void writer::set_string(std::string key, std::string v) {
 }
 
 void writer::set_string_array(std::string key, std::vector<std::string> v) {
-    array_value arr{value_type::string, {}};
-    arr.elems.reserve(v.size());
-    for (std::string& s : v)
-        arr.elems.emplace_back(std::move(s));
-    set(std::move(key), value{value_type::array, std::move(arr)});
+    set(std::move(key), value{value_type::array, array_value::from_strings(v)});
 }
 
 void writer::set_f32_array(std::string key, std::span<const float> v) {
-    array_value arr{value_type::f32, {}};
-    arr.elems.reserve(v.size());
-    for (float x : v)
-        arr.elems.emplace_back(double{x});
-    set(std::move(key), value{value_type::array, std::move(arr)});
+    set(std::move(key), value{value_type::array, array_value::from_f32(v)});
 }
 
 void writer::set_i32_array(std::string key, std::span<const int32_t> v) {
-    array_value arr{value_type::i32, {}};
-    arr.elems.reserve(v.size());
-    for (int32_t x : v)
-        arr.elems.emplace_back(int64_t{x});
-    set(std::move(key), value{value_type::array, std::move(arr)});
+    set(std::move(key), value{value_type::array, array_value::from_i32(v)});
 }
 
 void writer::add_tensor(std::string name, ggml_type type, std::span<const int64_t> dims,

@@ -119,7 +119,7 @@ void model::read_hparams() {
     // it: the tokenizer's tables grow with the vocabulary, the layers with block_count.
     if (const gguf::value* tokens = f.find("tokenizer.ggml.tokens");
         tokens && tokens->type == gguf::value_type::array) {
-        const size_t n_tokens = std::get<gguf::array_value>(tokens->data).elems.size();
+        const size_t n_tokens = std::get<gguf::array_value>(tokens->data).size();
         if (n_tokens != static_cast<size_t>(hp_.n_vocab))
             fail(status::format, f.path(), ": vocabulary has ", n_tokens,
                  " tokens but token_embd has ", hp_.n_vocab, " rows");

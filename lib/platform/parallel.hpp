@@ -6,6 +6,7 @@
 //   parallel_for(b, e, grain, body)  body(begin, end) over disjoint pieces covering [b, e),
 //                                    each at most about `grain` long where grain > 1
 //   per_thread<T> t;  t.local()      one T per thread that asks
+//   threading_layer                  "oneTBB" or "the library's own pool"
 //
 // Every index is handled by exactly one call of body, so a loop whose pieces write disjoint
 // results computes the same bytes under either scheduler and any thread count.
@@ -55,3 +56,14 @@ template <class T> class per_thread {
 
 } // namespace pi::platform
 #endif
+
+namespace pi::platform {
+
+// Which of the two runs the loops, for pi_system_info.
+#if defined(POWERINFER_THREADING_POOL)
+inline constexpr const char* threading_layer = "the library's own pool";
+#else
+inline constexpr const char* threading_layer = "oneTBB";
+#endif
+
+} // namespace pi::platform

@@ -33,4 +33,14 @@ uint64_t peak_rss_bytes();
 // The 1, 5 and 15 minute load averages, "" where the OS has none.
 std::string load_average();
 
+// The AArch64 extensions beyond NEON (part of the base architecture) that the CPU backend's kernel
+// levels and pi_system_info ask about, as the OS reports them: the auxiliary vector's HWCAP bits on
+// Linux, the hw.optional.arm sysctls on macOS. All false on other CPUs and other OSes.
+struct arm_extensions {
+    bool dotprod = false; // FEAT_DotProd: sdot, for the neon_dotprod level
+    bool fp16 = false;    // FEAT_FP16: half-precision arithmetic
+    bool fhm = false;     // FEAT_FHM: FP16 products accumulated into F32 (fmlal), for neon_fp16
+};
+arm_extensions arm_cpu_extensions() noexcept;
+
 } // namespace pi::platform

@@ -4,6 +4,11 @@
 #include <unistd.h>
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 #include <algorithm>
@@ -49,6 +54,15 @@ std::size_t parse_cache_size(const std::string& text) {
         value <<= 30;
     return value;
 }
+
+#if defined(__aarch64__) && defined(__APPLE__)
+// A hw.optional.* flag: 1 when the CPU has the feature, 0 or absent (older macOS) when not.
+bool sysctl_flag(const char* name) noexcept {
+    int32_t value = 0;
+    std::size_t size = sizeof value;
+    return ::sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+#endif
 
 [[maybe_unused]] std::size_t pages_bytes(long pages) {
     const long page = ::sysconf(_SC_PAGESIZE);
@@ -145,6 +159,21 @@ std::string load_average() {
     std::string one, five, fifteen;
     if (!(in >> one >> five >> fifteen)) return "";
     return one + " " + five + " " + fifteen;
+}
+
+arm_extensions arm_cpu_extensions() noexcept {
+    arm_extensions e;
+#if defined(__aarch64__) && defined(__linux__)
+    const unsigned long hwcap = ::getauxval(AT_HWCAP);
+    e.dotprod = (hwcap & HWCAP_ASIMDDP) != 0;
+    e.fp16 = (hwcap & HWCAP_ASIMDHP) != 0;
+    e.fhm = (hwcap & HWCAP_ASIMDFHM) != 0;
+#elif defined(__aarch64__) && defined(__APPLE__)
+    e.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    e.fp16 = sysctl_flag("hw.optional.arm.FEAT_FP16");
+    e.fhm = sysctl_flag("hw.optional.arm.FEAT_FHM");
+#endif
+    return e;
 }
 
 } // namespace pi::platform

@@ -83,4 +83,14 @@ std::string load_average() {
     return "";
 }
 
+// No Windows-on-ARM build exists; where one is made, IsProcessorFeaturePresent answers for the
+// dot product (the SDKs that know the flag define it). FP16 has no such flag.
+arm_extensions arm_cpu_extensions() noexcept {
+    arm_extensions e;
+#if (defined(_M_ARM64) || defined(__aarch64__)) && defined(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)
+    e.dotprod = ::IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
+#endif
+    return e;
+}
+
 } // namespace pi::platform

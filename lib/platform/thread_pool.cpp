@@ -1,7 +1,9 @@
 #include "platform/thread_pool.hpp"
+#include "platform/thread_name.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 
 #if defined(__linux__)
 #include <sched.h>
@@ -38,7 +40,10 @@ struct thread_pool::job {
 thread_pool::thread_pool(int n_threads) {
     workers_.reserve(static_cast<std::size_t>(std::max(0, n_threads - 1)));
     for (int i = 1; i < n_threads; ++i)
-        workers_.emplace_back([this] { work_loop(); });
+        workers_.emplace_back([this, i] {
+            name_this_thread("pi-pool-" + std::to_string(i));
+            work_loop();
+        });
 }
 
 thread_pool::~thread_pool() {

@@ -1,6 +1,7 @@
 #pragma once
 // The fallback of parallel.hpp where oneTBB is missing (the mingw-w64 build): a fixed set of
-// worker threads per arena that, with the calling thread, take the pieces of one loop at a time.
+// worker threads per arena (named pi-pool-1, pi-pool-2, ..., thread_name.hpp) that, with the
+// calling thread, take the pieces of one loop at a time.
 // A loop inside a worker (nested) runs on that worker alone.
 #include <algorithm>
 #include <condition_variable>

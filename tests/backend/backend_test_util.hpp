@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace pi::test {
@@ -28,7 +29,8 @@ inline constexpr uint32_t Q3_K = 11;
 inline constexpr uint32_t Q4_K = 12;
 inline constexpr uint32_t Q5_K = 13;
 inline constexpr uint32_t Q6_K = 14;
-inline constexpr uint32_t Q8_K = 15; // 256-element blocks of 292 bytes; activations only, no kernel reads it
+inline constexpr uint32_t Q8_K =
+    15; // 256-element blocks of 292 bytes; activations only, no kernel reads it
 inline constexpr uint32_t I32 = 18;
 
 // Every test tensor starts this far into its buffer, so a kernel that ignores offsets fails.
@@ -55,13 +57,28 @@ inline std::vector<float> through_half(std::vector<float> v) {
 inline std::vector<int32_t> fast_levels() {
     std::vector<int32_t> out;
     for (int32_t level : {PIB_CPU_KERNELS_AVX2, PIB_CPU_KERNELS_AVX512, PIB_CPU_KERNELS_NEON,
-                          PIB_CPU_KERNELS_NEON_DOTPROD}) {
+                          PIB_CPU_KERNELS_NEON_DOTPROD, PIB_CPU_KERNELS_NEON_FP16}) {
         pib_backend b{};
         if (pib_cpu_backend_create_with(1, 0, level, &b) != PIB_OK) continue;
         b.vt->destroy(b.ctx);
         out.push_back(level);
     }
     return out;
+}
+
+// The F16 products of the neon_fp16 level round each activation to binary16 first (relative error
+// at most 2^-11): 2^-11 of sum |w x| more than a float sum.
+inline constexpr double half_rounding = 1.0 / 2048;
+
+// The relative tolerance of products with weights of `type` on the level AUTO picks here.
+inline double auto_level_tolerance(uint32_t type, double rel) {
+    pib_backend b{};
+    REQUIRE(pib_cpu_backend_create(1, 0, &b) == PIB_OK);
+    pib_device_info info{};
+    REQUIRE(b.vt->device_info(b.ctx, &info) == PIB_OK);
+    const bool half = type == F16 && std::string(info.name) == "cpu (neon_fp16)";
+    b.vt->destroy(b.ctx);
+    return half ? rel + half_rounding : rel;
 }
 
 class cpu_device {
@@ -169,7 +186,7 @@ struct list_tensors {
 };
 
 inline list_tensors upload_lists(cpu_device& d, const std::vector<std::vector<int32_t>>& lists,
-                          int64_t capacity) {
+                                 int64_t capacity) {
     std::vector<int32_t> idx(static_cast<size_t>(capacity) * lists.size(), -7);
     std::vector<int32_t> count;
     for (size_t t = 0; t < lists.size(); ++t) {

@@ -5,14 +5,18 @@
 // token must get the same bits decoded alone as inside a batch.
 //
 // Tolerance for sums: |fast - scalar| <= 1e-4 * sum|terms| + 1e-6, with sum|terms| computed from
-// the values the tensors hold (F16 inputs convert exactly, so only float rounding differs).
+// the values the tensors hold (F16 inputs convert exactly, so only float rounding differs). The
+// F16 products of neon_fp16 round each activation to binary16 first (relative error at most
+// 2^-11), which adds 2^-11 * sum|terms|.
 // Attention outputs are convex combinations of V values in [-1, 1]: 1e-5 absolute.
 #include "backend_test_util.hpp"
 
 #include "../test_env.hpp"
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <string>
 
 using namespace pi::test;
@@ -21,6 +25,11 @@ namespace {
 
 constexpr double rel_tol = 1e-4;
 constexpr double abs_tol = 1e-6;
+
+// The relative tolerance of products with weights of `type` at `level`.
+double rel_for(int32_t level, uint32_t type, double rel) {
+    return level == PIB_CPU_KERNELS_NEON_FP16 && type == F16 ? rel + half_rounding : rel;
+}
 
 // Builds its tensors on a device, runs one kernel (REQUIREd to succeed) and returns the tensor
 // holding the result.
@@ -33,15 +42,17 @@ std::vector<float> run(int32_t level, int threads, const op_fn& op) {
 }
 
 // Every fast level against the scalar kernels (|got - want| <= rel * scale + abs, scale
-// defaulting to |want|), with identical bits on 1 and 2 threads.
-void check_levels(const op_fn& op, std::span<const double> scale, double rel, double abs) {
+// defaulting to |want|, rel widened by rel_for for products with weights of `type`), with
+// identical bits on 1 and 2 threads.
+void check_levels(const op_fn& op, std::span<const double> scale, double rel, double abs,
+                  uint32_t type = F32) {
     const std::vector<float> ref = run(PIB_CPU_KERNELS_SCALAR, 1, op);
     const std::vector<double> want(ref.begin(), ref.end());
     for (int32_t level : fast_levels()) {
         CAPTURE(level);
         const auto one = run(level, 1, op);
         const auto two = run(level, 2, op);
-        check_close(one, want, scale, rel, abs);
+        check_close(one, want, scale, rel_for(level, type, rel), abs);
         CHECK(bitwise_equal(one, two));
     }
 }
@@ -87,7 +98,7 @@ const mat_shape mat_shapes[] = {{37, 29, 1},   {37, 29, 3}, {1, 5, 7},     {5, 1
 
 TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown levels") {
     pib_backend b{};
-    CHECK(pib_cpu_backend_create_with(1, 0, PIB_CPU_KERNELS_NEON_DOTPROD + 1, &b) ==
+    CHECK(pib_cpu_backend_create_with(1, 0, PIB_CPU_KERNELS_NEON_FP16 + 1, &b) ==
           PIB_ERR_INVALID_ARGUMENT);
     CHECK(pib_cpu_backend_create_with(1, 0, -1, &b) == PIB_ERR_INVALID_ARGUMENT);
     CHECK(pib_cpu_backend_create_with(1, 0, PIB_CPU_KERNELS_SCALAR, nullptr) ==
@@ -108,8 +119,10 @@ TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown level
             return "cpu (avx512)";
         case PIB_CPU_KERNELS_NEON:
             return "cpu (neon)";
-        default:
+        case PIB_CPU_KERNELS_NEON_DOTPROD:
             return "cpu (neon_dotprod)";
+        default:
+            return "cpu (neon_fp16)";
         }
     };
     for (int32_t level : levels)
@@ -124,7 +137,7 @@ TEST_CASE("pib_cpu_backend_create_with names its level and rejects unknown level
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
     REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "bogus") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == best);
-    // Another architecture's level gives the best level; NEON lowers NEON_DOTPROD.
+    // Another architecture's level gives the best level; NEON lowers NEON_DOTPROD and NEON_FP16.
     const bool arm = !levels.empty() && levels.front() == PIB_CPU_KERNELS_NEON;
     REQUIRE(pi::test::set_env("POWERINFER_CPU_KERNELS", "neon") == 0);
     CHECK(name_of(PIB_CPU_KERNELS_AUTO) == (arm ? "cpu (neon)" : best));
@@ -155,7 +168,7 @@ TEST_CASE("fast mul_mat matches the scalar kernels for F32 and F16 weights, 1 to
                     REQUIRE(d.vt().mul_mat(d.ctx(), &tw, &tx, &ty) == PIB_OK);
                     return ty;
                 },
-                scale, rel_tol, abs_tol);
+                scale, rel_tol, abs_tol, type);
         }
     }
 }
@@ -196,7 +209,7 @@ TEST_CASE("fast mul_mat_sparse matches the scalar kernels and zeroes unlisted ro
                             PIB_OK);
                     return ty;
                 },
-                scale, rel_tol, 0.0);
+                scale, rel_tol, 0.0, type);
         }
     }
 }
@@ -426,6 +439,53 @@ TEST_CASE("fast element-wise kernels match the scalar kernels: add, relu and ReL
             }
             check_close(got, w, {}, 1e-5, 1e-6);
         }
+    }
+}
+
+TEST_CASE("F16 products keep activations past binary16's range, and sparse gives dense's bits") {
+    // Tokens whose activations are far above binary16's largest value (65504), far below its
+    // smallest normal one, mixed within a row, or zero: a level that rounds them to binary16
+    // must scale them into range first, per token.
+    const int64_t cols = 83, rows = 21;
+    const float magnitudes[] = {1e6f, 3e4f, 1e-30f, 1.0f, 0.0f};
+    const auto n_tok = static_cast<int64_t>(std::size(magnitudes));
+    const auto w = values(F16, static_cast<size_t>(cols * rows), 60);
+    auto x = random_floats(static_cast<size_t>(cols * n_tok), 61);
+    for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t c = 0; c < cols; ++c)
+            x[t * cols + c] *= magnitudes[t] * (c % 5 == 0 ? 7e-6f : 1.0f);
+    const auto scale = product_scale(w, x, cols, rows, n_tok);
+    const auto lists = make_lists(rows, repeat_kinds("A", static_cast<size_t>(n_tok)), 62);
+    for (const bool sparse : {false, true}) {
+        CAPTURE(sparse);
+        check_levels(
+            [&](cpu_device& d) {
+                const pib_tensor tw = d.typed(F16, cols, rows, w);
+                const pib_tensor tx = d.f32(cols, n_tok, x);
+                const pib_tensor ty = d.zeros_f32(rows, n_tok);
+                if (!sparse) {
+                    REQUIRE(d.vt().mul_mat(d.ctx(), &tw, &tx, &ty) == PIB_OK);
+                    return ty;
+                }
+                const auto l = upload_lists(d, lists, rows);
+                REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &tw, &tx, &l.idx, &l.count, &ty) == PIB_OK);
+                return ty;
+            },
+            scale, rel_tol, 0.0, F16);
+    }
+    for (int32_t level : fast_levels()) {
+        CAPTURE(level);
+        cpu_device d(2, 0, level);
+        const pib_tensor tw = d.typed(F16, cols, rows, w);
+        const pib_tensor tx = d.f32(cols, n_tok, x);
+        const pib_tensor dense = d.zeros_f32(rows, n_tok), sparse = d.zeros_f32(rows, n_tok);
+        const auto l = upload_lists(d, lists, rows);
+        REQUIRE(d.vt().mul_mat(d.ctx(), &tw, &tx, &dense) == PIB_OK);
+        REQUIRE(d.vt().mul_mat_sparse(d.ctx(), &tw, &tx, &l.idx, &l.count, &sparse) == PIB_OK);
+        const auto got = d.read_f32(dense);
+        CHECK(bitwise_equal(got, d.read_f32(sparse)));
+        for (float v : got)
+            CHECK(std::isfinite(v));
     }
 }
 

@@ -431,13 +431,17 @@ TEST_CASE("the AVX-512 quantized products give the same bits with and without VN
 #endif
 }
 
-TEST_CASE("the NEON quantized products give the same bits with and without SDOT") {
+TEST_CASE("the NEON levels give the same bits for the quantized products: neon, sdot, fp16") {
 #if defined(__aarch64__)
     if (!pi::cpu::kernels_supported(PIB_CPU_KERNELS_NEON_DOTPROD)) {
         MESSAGE("skipped: this CPU lacks the dot-product extension");
         return;
     }
     check_same_quantized_bits(pi::cpu::neon_kernels(), pi::cpu::neon_dotprod_kernels());
+    if (pi::cpu::kernels_supported(PIB_CPU_KERNELS_NEON_FP16))
+        check_same_quantized_bits(pi::cpu::neon_dotprod_kernels(), pi::cpu::neon_fp16_kernels());
+    else
+        MESSAGE("neon_fp16 not compared: this CPU lacks FP16 arithmetic or FEAT_FHM");
 #else
     MESSAGE("skipped: not an AArch64 build");
 #endif

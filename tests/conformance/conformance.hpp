@@ -56,6 +56,9 @@ struct backends {
     // The module multiplies prompts (more than 16 tokens) with a vendor BLAS (its device
     // description says "prompts: cuBLAS ..." or "prompts: hipBLAS ...").
     bool vendor_gemm = false;
+    // The CPU runs its F16 products in binary16 arithmetic (device "cpu (neon_fp16)"): the
+    // activations are rounded to binary16 first.
+    bool half_products = false;
 };
 backends& current();
 
@@ -107,7 +110,8 @@ class bench {
 // The tolerance of mul_mat and mul_mat_sparse with weights of `type` on the backend under test:
 // the CPU's fast kernels quantize the activations of Q4_0/Q8_0 products (tol_q8_activations);
 // the GPU kernels dequantize the weights and sum in float (tol_reduction); a vendor BLAS takes
-// non-F32 products of more than 16 tokens in binary16 (tol_f16_activations).
+// non-F32 products of more than 16 tokens in binary16, and the CPU's neon_fp16 level every F16
+// product (tol_f16_activations).
 double tol_product(uint32_t type, int64_t tokens = 1);
 
 // The type's name for labels ("F32", "Q4_0").

@@ -95,9 +95,11 @@ int main(int argc, char** argv) {
     b.verbose = verbose;
 
     pib_device_info info{};
-    if (dev->vt().device_info(dev->ctx(), &info) == PIB_OK)
+    if (dev->vt().device_info(dev->ctx(), &info) == PIB_OK) {
         std::printf("conformance: backend %s, device %s\n", name.c_str(),
                     info.name != nullptr ? info.name : "?");
+        b.half_products = info.name != nullptr && std::string(info.name) == "cpu (neon_fp16)";
+    }
     // A module's device description says which GEMM its prompt products take.
     if (name != "cpu") {
         const pi::module_status s = pi::probe_backend_module(name);

@@ -131,6 +131,7 @@ void bench::expect_close(const twin& t, double tol, const std::string& what) con
 
 double tol_product(uint32_t type, int64_t tokens) {
     if (current().vendor_gemm && tokens > 16 && type != F32) return tol_f16_activations;
+    if (current().half_products && type == F16) return tol_f16_activations;
     const bool quantized = type == Q4_0 || type == Q8_0;
     return quantized && current().name == "cpu" ? tol_q8_activations : tol_reduction;
 }

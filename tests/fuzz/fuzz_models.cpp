@@ -15,9 +15,8 @@ void write_tiny_vocab(const std::string& path) {
     const size_t n_full = full->get_string_array("tokenizer.ggml.tokens").size();
     pi::gguf::writer w(false);
     for (auto [key, v] : full->metadata()) {
-        if (auto* arr = std::get_if<pi::gguf::array_value>(&v.data);
-            arr && arr->elems.size() == n_full)
-            arr->elems.resize(tiny_vocab_tokens);
+        if (auto* arr = std::get_if<pi::gguf::array_value>(&v.data); arr && arr->size() == n_full)
+            *arr = arr->first(tiny_vocab_tokens);
         w.set(key, std::move(v));
     }
     w.write(path);

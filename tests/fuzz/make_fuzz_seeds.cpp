@@ -11,6 +11,7 @@
 
 #include "formats/torch_fixture.hpp"
 #include "fuzz_models.hpp"
+#include "model/quantize_model.hpp"
 #include "planner/activation_stats.hpp"
 #include "planner/gpu_index.hpp"
 #include "seeds.hpp"
@@ -54,6 +55,29 @@ void write_model_seeds(const fs::path& dir, const std::string& vocab) {
     pi::write_synthetic_model(tiny_model("falcon", true, vocab),
                               (dir / "falcon-sparse.gguf").string());
     pi::write_synthetic_model(tiny_model("opt", true, vocab), (dir / "opt-sparse.gguf").string());
+    // Quantized weights, through pi-quantize's own code: a model whose rows split into blocks of
+    // 32 (tiny_model's 16 columns would stay F16), at Q4_0 and Q8_0 for every weight, and at
+    // Q4_K_M's mix, whose rows too short for super-blocks fall back to the 32-element types.
+    pi::synth_options wide = tiny_model("llama", true, vocab);
+    wide.n_embd = 32;
+    wide.n_ff = 64;
+    const std::string wide_path = (dir / "llama-sparse-32.gguf").string();
+    pi::write_synthetic_model(wide, wide_path);
+    const struct {
+        const char* name;
+        pi::file_type target;
+        bool pure;
+    } quantized[] = {{"q4_0", pi::file_type::q4_0, true},
+                     {"q8_0", pi::file_type::q8_0, true},
+                     {"q4_k_m", pi::file_type::q4_k_m, false}};
+    for (const auto& q : quantized) {
+        pi::quantize_options options;
+        options.target = q.target;
+        options.pure = q.pure;
+        options.n_threads = 1;
+        pi::quantize_model(
+            wide_path, (dir / (std::string("llama-sparse-") + q.name + ".gguf")).string(), options);
+    }
 }
 
 void write_gpu_index_seeds(const fs::path& dir) {

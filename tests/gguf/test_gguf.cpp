@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <iterator>
 #include <limits>
-#include <type_traits>
 
 #include <doctest/doctest.h>
 
@@ -18,37 +17,34 @@ using namespace pi;
 using gguf::array_value;
 using gguf::value;
 using gguf::value_type;
-using element = decltype(array_value::elems)::value_type;
+using element = array_value::element;
 
-element as_element(const value& v) {
-    return std::visit(
-        [](const auto& x) -> element {
-            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, array_value>) {
-                FAIL("array where a scalar was expected");
-                return element{};
-            } else {
-                return x;
-            }
-        },
-        v.data);
-}
-
+// Arrays are compared element by element, decoded, besides in their encoding.
 void check_same(const std::string& key, const value& want, const value* got) {
     INFO("key: " << key);
     REQUIRE(got != nullptr);
     REQUIRE(got->type == want.type);
-    if (want.type != value_type::array) {
-        CHECK(as_element(*got) == as_element(want));
-        return;
-    }
+    CHECK(got->data == want.data);
+    if (want.type != value_type::array) return;
     const auto& a = std::get<array_value>(want.data);
     const auto& b = std::get<array_value>(got->data);
-    CHECK(b.elem_type == a.elem_type);
-    CHECK(b.elems == a.elems);
+    CHECK(b.elem_type() == a.elem_type());
+    REQUIRE(b.size() == a.size());
+    CHECK(b.elements() == a.elements());
+}
+
+// `call` must throw pi::error(status::invalid_argument).
+template <typename Call> void expect_invalid(Call&& call) {
+    try {
+        call();
+        FAIL_CHECK("no error");
+    } catch (const error& e) {
+        CHECK(e.code() == status::invalid_argument);
+    }
 }
 
 value arr(value_type t, std::vector<element> elems) {
-    return value{value_type::array, array_value{t, std::move(elems)}};
+    return value{value_type::array, array_value::from_elements(t, elems)};
 }
 
 std::vector<uint8_t> f32_bytes(std::initializer_list<float> xs) {
@@ -64,12 +60,71 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
     return out;
 }
 
+// Bytes written as hex pairs ("00 ff").
+std::vector<uint8_t> hex(std::string_view text) {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i + 1 < text.size(); i += 3)
+        out.push_back(static_cast<uint8_t>(std::stoi(std::string(text.substr(i, 2)), nullptr, 16)));
+    return out;
+}
+
+const std::string with_nul("a\0b\xe2\x96\x81", 6);
+
+// An array of each element type at its extremes, with its encoding spelled out byte by byte.
+struct array_case {
+    std::string key;
+    value_type type;
+    std::vector<element> values;
+    std::vector<uint8_t> encoding;
+};
+
+std::vector<array_case> array_cases() {
+    using L64 = std::numeric_limits<int64_t>;
+    const std::string_view nul = with_nul;
+    return {
+        {"a.u8", value_type::u8, {uint64_t{0}, uint64_t{255}}, hex("00 ff")},
+        {"a.i8", value_type::i8, {int64_t{-128}, int64_t{127}}, hex("80 7f")},
+        {"a.u16", value_type::u16, {uint64_t{1}, uint64_t{65535}}, hex("01 00 ff ff")},
+        {"a.i16", value_type::i16, {int64_t{-32768}, int64_t{32767}}, hex("00 80 ff 7f")},
+        {"a.u32",
+         value_type::u32,
+         {uint64_t{7}, uint64_t{4294967295u}},
+         hex("07 00 00 00 ff ff ff ff")},
+        {"a.i32",
+         value_type::i32,
+         {int64_t{-5}, int64_t{2147483647}},
+         hex("fb ff ff ff ff ff ff 7f")},
+        {"a.f32",
+         value_type::f32,
+         {0.25, -3.0, 1048576.0},
+         hex("00 00 80 3e 00 00 40 c0 00 00 80 49")},
+        {"a.bool", value_type::boolean, {true, false, true}, hex("01 00 01")},
+        {"a.string",
+         value_type::string,
+         {std::string_view(), std::string_view("a"), nul},
+         hex("00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 61 "
+             "06 00 00 00 00 00 00 00 61 00 62 e2 96 81")},
+        {"a.u64",
+         value_type::u64,
+         {std::numeric_limits<uint64_t>::max()},
+         hex("ff ff ff ff ff ff ff ff")},
+        {"a.i64",
+         value_type::i64,
+         {L64::min(), L64::max()},
+         hex("00 00 00 00 00 00 00 80 ff ff ff ff ff ff ff 7f")},
+        {"a.f64",
+         value_type::f64,
+         {0.1, -1e300},
+         hex("9a 99 99 99 99 99 b9 3f 9c 75 00 88 3c e4 37 fe")},
+        {"a.empty", value_type::u32, {}, {}},
+    };
+}
+
 // Every value type at its extremes, and an array of each element type.
 std::vector<std::pair<std::string, value>> every_value() {
     using L8 = std::numeric_limits<uint8_t>;
     using L64 = std::numeric_limits<int64_t>;
-    const std::string with_nul("a\0b\xe2\x96\x81", 6);
-    return {
+    std::vector<std::pair<std::string, value>> out = {
         {"t.u8", {value_type::u8, uint64_t{L8::max()}}},
         {"t.i8", {value_type::i8, int64_t{-128}}},
         {"t.u16", {value_type::u16, uint64_t{65535}}},
@@ -83,20 +138,10 @@ std::vector<std::pair<std::string, value>> every_value() {
         {"t.u64", {value_type::u64, std::numeric_limits<uint64_t>::max()}},
         {"t.i64", {value_type::i64, L64::min()}},
         {"t.f64", {value_type::f64, 0.1}},
-        {"a.u8", arr(value_type::u8, {uint64_t{0}, uint64_t{255}})},
-        {"a.i8", arr(value_type::i8, {int64_t{-128}, int64_t{127}})},
-        {"a.u16", arr(value_type::u16, {uint64_t{1}, uint64_t{65535}})},
-        {"a.i16", arr(value_type::i16, {int64_t{-32768}, int64_t{32767}})},
-        {"a.u32", arr(value_type::u32, {uint64_t{7}, uint64_t{4294967295u}})},
-        {"a.i32", arr(value_type::i32, {int64_t{-5}, int64_t{2147483647}})},
-        {"a.f32", arr(value_type::f32, {0.25, -3.0, 1048576.0})},
-        {"a.bool", arr(value_type::boolean, {true, false, true})},
-        {"a.string", arr(value_type::string, {std::string(), std::string("a"), with_nul})},
-        {"a.u64", arr(value_type::u64, {std::numeric_limits<uint64_t>::max()})},
-        {"a.i64", arr(value_type::i64, {L64::min(), L64::max()})},
-        {"a.f64", arr(value_type::f64, {0.1, -1e300})},
-        {"a.empty", arr(value_type::u32, {})},
     };
+    for (const array_case& c : array_cases())
+        out.emplace_back(c.key, arr(c.type, c.values));
+    return out;
 }
 
 TEST_CASE("every metadata value type and array type survives a write and read") {
@@ -118,6 +163,158 @@ TEST_CASE("every metadata value type and array type survives a write and read") 
         CHECK(f->metadata()[i].first == values[i].first); // insertion order kept
         check_same(values[i].first, values[i].second, f->find(values[i].first));
     }
+}
+
+TEST_CASE("every array element type is written in its encoding and read back to its values") {
+    const std::string dir = test::scratch_dir("gguf_arrays");
+    gguf::writer w(false);
+    for (const array_case& c : array_cases())
+        w.set(c.key, arr(c.type, c.values));
+    w.write(dir + "/arrays.gguf");
+    const auto f = gguf::file::open(dir + "/arrays.gguf");
+    const auto bytes = f->bytes();
+    for (const array_case& c : array_cases()) {
+        INFO("key: " << c.key);
+        const value* v = f->find(c.key);
+        REQUIRE(v != nullptr);
+        REQUIRE(v->type == value_type::array);
+        const auto& a = std::get<array_value>(v->data);
+        CHECK(a.elem_type() == c.type);
+        CHECK(a.size() == c.values.size());
+        CHECK(a.empty() == c.values.empty());
+        // The parsed array views the file's bytes: these are the bytes the writer wrote.
+        CHECK(std::vector<uint8_t>(a.wire().begin(), a.wire().end()) == c.encoding);
+        if (!a.wire().empty()) {
+            CHECK(a.wire().data() >= bytes.data());
+            CHECK(a.wire().data() + a.wire().size() <= bytes.data() + bytes.size());
+        }
+        CHECK(a.elements() == c.values);
+        std::vector<element> seen;
+        a.for_each([&](const element& e) { seen.push_back(e); });
+        CHECK(seen == c.values);
+    }
+    CHECK(f->get_string_array("a.string") == std::vector<std::string>{"", "a", with_nul});
+    CHECK(f->get_f32_array("a.f32") == std::vector<float>{0.25f, -3.f, 1048576.f});
+    CHECK(f->get_i32_array("a.i8") == std::vector<int32_t>{-128, 127});
+    CHECK(f->get_i32_array("a.u16") == std::vector<int32_t>{1, 65535});
+    CHECK(f->get_i32_array("a.i16") == std::vector<int32_t>{-32768, 32767});
+    CHECK(f->get_i32_array("a.i32") == std::vector<int32_t>{-5, 2147483647});
+    CHECK(f->get_i32_array("a.u8") == std::vector<int32_t>{0, 255});
+    CHECK(f->get_i32_array("a.empty").empty());
+    try {
+        f->get_i32_array("a.i64");
+        FAIL_CHECK("an i64 beyond i32 was converted");
+    } catch (const error& e) {
+        CHECK(e.code() == status::format);
+        CHECK(std::string(e.what()).find("element 0 does not fit in i32") != std::string::npos);
+    }
+}
+
+TEST_CASE("a string inside an array that runs past its bytes is a format error naming the key") {
+    const std::string dir = test::scratch_dir("gguf_array_strings");
+    const std::string bad = dir + "/bad.gguf";
+    test::raw_gguf past; // the second of two strings declares 5 bytes, 2 follow
+    past.header(0, 1).str("tokens").u32(9).u32(8).u64(2).str("ab").u64(5).bytes("xy", 2);
+    test::save(bad, past.b);
+    test::expect_open_error(bad,
+                            "key 'tokens': element 1: string length 5 exceeds the 2 bytes that "
+                            "remain (file truncated or corrupt) (at byte offset 64)");
+    test::raw_gguf cut; // the second string's length is cut short
+    cut.header(0, 1).str("tokens").u32(9).u32(8).u64(2).str("ab").zeros(7);
+    test::save(bad, cut.b);
+    test::expect_open_error(bad, "key 'tokens': element 1 runs past the end of the file");
+    test::raw_gguf flags; // bools are 0 or 1
+    flags.header(0, 1).str("flags").u32(9).u32(7).u64(3).u8(1).u8(0).u8(2);
+    test::save(bad, flags.b);
+    test::expect_open_error(bad, "key 'flags': element 2: bool value 2 is neither 0 nor 1");
+
+    // Every cut through a written array of strings.
+    gguf::writer w(false);
+    w.set_u32("first", 1);
+    w.set_string_array("tokens", {"<unk>", "", "\xe2\x96\x81the"});
+    w.set_u32("last", 2);
+    w.write(dir + "/full.gguf");
+    const auto full = test::load(dir + "/full.gguf");
+    const auto f = gguf::file::open(dir + "/full.gguf");
+    const auto elements = std::get<array_value>(f->find("tokens")->data).wire();
+    const auto begin = static_cast<size_t>(elements.data() - f->bytes().data());
+    for (size_t n = begin; n < begin + elements.size(); ++n) {
+        INFO("prefix of " << n << " bytes");
+        test::save(bad, {full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n)});
+        test::expect_open_error(bad, "key 'tokens'");
+    }
+}
+
+TEST_CASE("parsed arrays view the file; copies own their bytes, moves keep them") {
+    const std::string dir = test::scratch_dir("gguf_array_views");
+    gguf::writer w(false);
+    w.set_string_array("s", {"x", "yy", "zzz"});
+    w.write(dir + "/v.gguf");
+    const std::vector<element> xyz = {std::string_view("x"), std::string_view("yy"),
+                                      std::string_view("zzz")};
+    array_value copy;
+    CHECK(copy.empty());
+    CHECK(copy.elem_type() == value_type::u8);
+    {
+        const auto f = gguf::file::open(dir + "/v.gguf");
+        const auto& parsed = std::get<array_value>(f->find("s")->data);
+        copy = parsed;
+        CHECK(copy == parsed);
+        CHECK(copy.wire().data() != parsed.wire().data());
+        array_value moved(array_value::view(parsed.elem_type(), parsed.size(), parsed.wire()));
+        const array_value viewed = std::move(moved);
+        CHECK(viewed.wire().data() == parsed.wire().data());
+        CHECK(moved.empty());
+        CHECK(moved.wire().empty());
+    }
+    CHECK(copy.elements() == xyz); // the file is closed: the copy reads its own bytes
+    const uint8_t* owned = copy.wire().data();
+    array_value moved = std::move(copy);
+    CHECK(moved.wire().data() == owned);
+    copy = std::move(moved);
+    CHECK(copy.wire().data() == owned);
+    CHECK(copy.elements() == xyz);
+
+    CHECK(copy.first(2).elements() == std::vector<element>(xyz.begin(), xyz.begin() + 2));
+    CHECK(copy.first(0).empty());
+    CHECK(copy.first(3) == copy);
+    const int32_t ints[] = {4, -5, 6};
+    CHECK(array_value::from_i32(ints).first(1).elements() == std::vector<element>{int64_t{4}});
+    const float floats[] = {0.5f, -1.f};
+    CHECK(array_value::from_f32(floats).elements() == std::vector<element>{0.5, -1.0});
+    const std::string strings[] = {"a", ""};
+    CHECK(array_value::from_strings(strings).elements() ==
+          std::vector<element>{std::string_view("a"), std::string_view()});
+}
+
+TEST_CASE("arrays are made only of well-formed elements") {
+    using L = std::vector<element>;
+    expect_invalid([] { array_value::from_elements(value_type::u16, L{uint64_t{70000}}); });
+    expect_invalid([] { array_value::from_elements(value_type::i8, L{int64_t{-129}}); });
+    expect_invalid([] { array_value::from_elements(value_type::u8, L{int64_t{1}}); });
+    expect_invalid([] { array_value::from_elements(value_type::i32, L{true}); });
+    expect_invalid([] { array_value::from_elements(value_type::f32, L{uint64_t{1}}); });
+    expect_invalid([] { array_value::from_elements(value_type::string, L{uint64_t{1}}); });
+    expect_invalid([] { array_value::from_elements(value_type::boolean, L{std::string_view()}); });
+    expect_invalid([] { array_value::from_elements(value_type::array, L{}); });
+    expect_invalid([] { array_value::from_elements(static_cast<value_type>(13), L{}); });
+    expect_invalid([] { array_value::from_elements(value_type::u8, L{uint64_t{1}}).first(2); });
+
+    const auto one_string = hex("05 00 00 00 00 00 00 00 61");
+    expect_invalid([&] { array_value::view(value_type::string, 1, one_string); });
+    const auto bools = hex("01 02");
+    expect_invalid([&] { array_value::view(value_type::boolean, 2, bools); });
+    const auto odd = hex("01 00 02");
+    expect_invalid([&] { array_value::view(value_type::u16, 2, odd); });
+    expect_invalid([&] { array_value::view(value_type::u8, 2, odd); }); // a byte left over
+    expect_invalid([&] { array_value::view(value_type::array, 0, {}); });
+
+    const auto two = hex("01 00 02 00");
+    const array_value u16 = array_value::view(value_type::u16, 2, two);
+    CHECK(u16.elements() == L{uint64_t{1}, uint64_t{2}});
+    CHECK(u16 != array_value::view(value_type::i16, 2, two));
+    CHECK(u16 != array_value::view(value_type::u8, 4, two));
+    CHECK(u16 == array_value::from_elements(value_type::u16, L{uint64_t{1}, uint64_t{2}}));
 }
 
 TEST_CASE("f32 values are stored as float and read back as the nearest float") {
@@ -311,14 +508,6 @@ TEST_CASE("general.alignment read as u64 is honoured") {
 }
 
 TEST_CASE("writer rejects bad tensors, values and alignments with invalid_argument") {
-    auto expect_invalid = [](auto&& call) {
-        try {
-            call();
-            FAIL_CHECK("no error");
-        } catch (const error& e) {
-            CHECK(e.code() == status::invalid_argument);
-        }
-    };
     gguf::writer w(false);
     const int64_t d4[] = {4};
     const int64_t d5[] = {1, 1, 1, 1, 1};

@@ -223,21 +223,39 @@ TEST_CASE("tensors whose data overlap are rejected naming both") {
     CHECK(gguf::file::open(dir + "/apart.gguf")->tensors().size() == 3);
 }
 
-TEST_CASE("metadata whose parsed form would pass 128 MiB is rejected before it is parsed") {
+TEST_CASE("metadata arrays of any size take no memory beyond the file's bytes") {
+    const std::string dir = test::scratch_dir("gguf_metadata_arrays");
+    const uint64_t n = uint64_t{16} << 20; // 16 Mi u8 elements
+    raw_gguf big;
+    big.header(0, 3).str("bytes").u32(9).u32(0).u64(n).zeros(n);
+    big.str("strings").u32(9).u32(8).u64(1u << 20).zeros(size_t{8} << 20); // 1 Mi empty strings
+    big.str("ints").u32(9).u32(5).u64(1u << 20).zeros(size_t{4} << 20);
+    test::save(dir + "/big.gguf", big.b);
+    const auto f = gguf::file::open(dir + "/big.gguf");
+    REQUIRE(f->metadata().size() == 3);
+    CHECK(std::get<gguf::array_value>(f->find("bytes")->data).size() == n);
+    CHECK(std::get<gguf::array_value>(f->find("strings")->data).size() == 1u << 20);
+    CHECK(f->get_i32_array("ints").size() == 1u << 20);
+}
+
+// Each key costs an entry and a tree node beyond its bytes: a file of tiny keys is refused once
+// those pass the 8 MiB the reader allows beyond the bytes of the metadata (reader.cpp).
+TEST_CASE(
+    "metadata whose entries would outgrow its bytes by 8 MiB is refused before it is parsed") {
     const std::string dir = test::scratch_dir("gguf_metadata_memory");
-    const uint64_t n = uint64_t{4} << 20; // 4 MiB of u8, held as 160 MiB of variants
-    raw_gguf r;
-    r.header(0, 1).str("junk").u32(9).u32(0).u64(n).zeros(n);
-    expect_rejected(dir, r, "array would bring the parsed metadata to more than 134217728 bytes");
-    raw_gguf keys; // the same through many small arrays: the total counts
-    keys.header(0, 64);
-    for (int i = 0; i < 64; ++i)
-        keys.str(std::to_string(i)).u32(9).u32(0).u64(65536).zeros(65536);
-    expect_rejected(dir, keys, "more than 134217728 bytes");
-    raw_gguf fits; // 1 Mi u8 elements: 40 MiB parsed, accepted
-    fits.header(0, 1).str("junk").u32(9).u32(0).u64(uint64_t{1} << 20).zeros(size_t{1} << 20);
-    test::save(dir + "/fits.gguf", fits.b);
-    CHECK(gguf::file::open(dir + "/fits.gguf")->metadata().size() == 1);
+    auto tiny_keys = [](uint64_t n) {
+        raw_gguf r;
+        r.header(0, n);
+        for (uint64_t i = 0; i < n; ++i)
+            r.str(std::to_string(i)).u32(0).u8(0);
+        return r;
+    };
+    // Their entries alone pass the allowance: refused before the entries are reserved.
+    expect_rejected(dir, tiny_keys(100000), "n_kv would bring the parsed metadata to more than");
+    // The entries fit, the keys' tree nodes do not.
+    expect_rejected(dir, tiny_keys(60000), "key would bring the parsed metadata to more than");
+    test::save(dir + "/fits.gguf", tiny_keys(20000).b);
+    CHECK(gguf::file::open(dir + "/fits.gguf")->metadata().size() == 20000);
 }
 
 } // namespace

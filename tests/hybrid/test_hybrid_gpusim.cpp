@@ -14,6 +14,7 @@
 #include "model/quantize_model.hpp"
 #include "support/error.hpp"
 #include "support/test_support.hpp"
+#include "test_env.hpp"
 
 #include "hybrid_runs.hpp"
 
@@ -55,6 +56,39 @@ std::unique_ptr<device> gpusim() {
     }
 }
 
+// The offload of `m` on a fresh simulated device: every block and `fraction` of the FFN.
+offload_result place_fraction(const model& m, ggml_type type, double fraction) {
+    auto dev = gpusim();
+    REQUIRE(dev);
+    pib_device_info info{};
+    REQUIRE(dev->vt().device_info(dev->ctx(), &info) == PIB_OK);
+    offload_request r;
+    r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
+    r.reset_gpu_index = true;
+    r.kv_n_ctx = 64;
+    // The planner's own totals for everything on the device: the budget is what the dense
+    // part, KV cache and scratch take, plus the fraction of the FFN.
+    planner::plan_input everything =
+        plan_input_for(m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
+    everything.budget = uint64_t{1} << 50;
+    for (const auto& l : everything.layers)
+        everything.frequencies.emplace_back(static_cast<size_t>(l.n_ff), 1.0f);
+    const planner::plan all = planner::make_plan(everything);
+    REQUIRE(all.bytes_ffn > 0);
+    r.budget =
+        static_cast<int64_t>(all.bytes_total - all.bytes_ffn +
+                             static_cast<uint64_t>(fraction * static_cast<double>(all.bytes_ffn)));
+    offload_result placed = place_on_device(m, std::move(dev), r);
+    REQUIRE(placed.placed);
+    return placed;
+}
+
+pib_graph_stats graph_counters(const offload& off) {
+    pib_graph_stats g{};
+    REQUIRE(off.dev().vt().graph_stats(off.dev().ctx(), &g) == PIB_OK);
+    return g;
+}
+
 } // namespace
 
 // The simulation runs each GPU thread as a fiber, slowly: four models, a few steps each.
@@ -78,28 +112,7 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
         // models.
         const double fraction = exact_types ? 1.0 : 0.4;
         CAPTURE(fraction);
-        auto dev = gpusim();
-        REQUIRE(dev);
-        pib_device_info info{};
-        REQUIRE(dev->vt().device_info(dev->ctx(), &info) == PIB_OK);
-        offload_request r;
-        r.model_path = scratch() + "/index-" + traits_of(type).name + ".gguf";
-        r.reset_gpu_index = true;
-        r.kv_n_ctx = 64;
-        // The planner's own totals for everything on the device: the budget is what the dense
-        // part, KV cache and scratch take, plus the fraction of the FFN.
-        planner::plan_input everything =
-            plan_input_for(*m, 0, max_offload_batch, r.kv_n_ctx, info.weight_types);
-        everything.budget = uint64_t{1} << 50;
-        for (const auto& l : everything.layers)
-            everything.frequencies.emplace_back(static_cast<size_t>(l.n_ff), 1.0f);
-        const planner::plan all = planner::make_plan(everything);
-        REQUIRE(all.bytes_ffn > 0);
-        r.budget = static_cast<int64_t>(
-            all.bytes_total - all.bytes_ffn +
-            static_cast<uint64_t>(fraction * static_cast<double>(all.bytes_ffn)));
-        const offload_result placed = place_on_device(*m, std::move(dev), r);
-        REQUIRE(placed.placed);
+        const offload_result placed = place_fraction(*m, type, fraction);
         CHECK(placed.plan.attn_on_device[0]);
         CHECK(placed.plan.output_on_device);
         CHECK(placed.plan.kv_on_device);
@@ -147,5 +160,65 @@ TEST_CASE("the GPU kernels on the simulated device match CPU-only inference for 
             const run_stats p = test::prompt_stats(*m, placed.placed.get());
             CHECK(p.link.downloads <= 2 + 3 * static_cast<uint64_t>(h.n_layer));
         }
+    }
+}
+
+// Decode as graphs (docs/hybrid.md): a decoded token's kernels are recorded and submitted as a
+// few graphs, which the next token launches again unchanged while its arguments stay the same;
+// the logits have the bits of launching each kernel as it is called (POWERINFER_GPU_GRAPHS=0).
+TEST_CASE("decoded tokens submit their device kernels as graphs, replayed unchanged, with the "
+          "logits of kernel-by-kernel launches") {
+    // F32 with every neuron hot: layers wholly on the device. Q4_0 with 40%: split layers, the
+    // device predicting, the transfer stream carrying the cold lists between the graphs.
+    for (const auto& [type, fraction] :
+         {std::pair{ggml_type::f32, 1.0}, std::pair{ggml_type::q4_0, 0.4}}) {
+        const std::string type_name = traits_of(type).name;
+        CAPTURE(type_name);
+        const auto m = model::load(model_path(type), load_options{});
+        const offload_result placed = place_fraction(*m, type, fraction);
+        const offload& off = *placed.placed;
+        REQUIRE(off.dev().has_graphs());
+
+        std::vector<int32_t> tokens;
+        const pib_graph_stats before = graph_counters(off);
+        const auto as_graphs = test::decode_run(*m, &off, tokens, n_steps);
+        const pib_graph_stats after = graph_counters(off);
+        CHECK(after.kernels > before.kernels);
+        CHECK(after.graphs_created > before.graphs_created);
+        // n_ctx = 64 cells: the device's attention spans all of them at every step, so from the
+        // second decoded token on each graph is launched as it was made.
+        CHECK(after.graphs_replayed > before.graphs_replayed);
+
+        REQUIRE(test::set_env("POWERINFER_GPU_GRAPHS", "0") == 0);
+        std::vector<int32_t> same_tokens = tokens;
+        const pib_graph_stats plain_before = graph_counters(off);
+        const auto one_by_one = test::decode_run(*m, &off, same_tokens, n_steps);
+        const pib_graph_stats plain_after = graph_counters(off);
+        REQUIRE(test::unset_env("POWERINFER_GPU_GRAPHS") == 0);
+        CHECK(plain_after.kernels == plain_before.kernels); // nothing recorded
+        REQUIRE(one_by_one.size() == as_graphs.size());
+        for (size_t i = 0; i < as_graphs.size(); ++i) {
+            CAPTURE(i);
+            CHECK(one_by_one[i] == as_graphs[i]);
+        }
+
+        // What a decoded token costs to submit, in the context's stats, and how the graphs of
+        // a context's prompt and first decoded tokens were come by.
+        const pib_graph_stats before_stats = graph_counters(off);
+        const run_stats s = test::decode_stats(*m, &off, 2);
+        const pib_graph_stats g = graph_counters(off);
+        const std::string line =
+            type_name + ": per decoded token " + std::to_string(s.decode_device_kernels / 2) +
+            " kernels in " + std::to_string(s.decode_device_launches / 2) +
+            " submissions; prompt and 2 tokens: graphs " +
+            std::to_string(g.graphs_created - before_stats.graphs_created) + " made, " +
+            std::to_string(g.graphs_updated - before_stats.graphs_updated) + " updated, " +
+            std::to_string(g.graphs_replayed - before_stats.graphs_replayed) + " replayed";
+        MESSAGE(line);
+        CHECK(s.decode_device_kernels > 0);
+        if (fraction == 1.0) // between the batch's upload and the logits' download: one graph
+            CHECK(s.decode_device_launches == 2);
+        else
+            CHECK(s.decode_device_launches * 4 <= s.decode_device_kernels);
     }
 }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,4 +115,9 @@ TEST_CASE("each thread gets its own per_thread value") {
         });
     });
     CHECK_FALSE(clash.load());
+}
+
+TEST_CASE("the threading layer is the one CMake chose") {
+    const std::string chosen = PI_EXPECTED_THREADING; // POWERINFER_THREADING: tbb or pool
+    CHECK(std::string(threading_layer) == (chosen == "pool" ? "the library's own pool" : "oneTBB"));
 }

@@ -62,3 +62,13 @@ TEST_CASE("a file is not a terminal") {
     CHECK(platform_is_terminal(nullptr) == 0);
     std::fclose(f);
 }
+
+TEST_CASE("AArch64 extensions are reported only on AArch64") {
+    const arm_extensions e = arm_cpu_extensions();
+#if defined(__aarch64__) || defined(_M_ARM64)
+    static_cast<void>(e); // any answer: it is the CPU's (qemu -cpu max has both)
+#else
+    CHECK_FALSE(e.dotprod);
+    CHECK_FALSE(e.fp16);
+#endif
+}

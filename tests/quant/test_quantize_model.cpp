@@ -14,7 +14,6 @@
 #include <iterator>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -105,17 +104,7 @@ pi::status status_of(const std::function<void()>& f) {
 }
 
 bool same_value(const pi::gguf::value& a, const pi::gguf::value& b) {
-    if (a.type != b.type || a.data.index() != b.data.index()) return false;
-    return std::visit(
-        [&](const auto& x) {
-            using T = std::decay_t<decltype(x)>;
-            const T& y = std::get<T>(b.data);
-            if constexpr (std::is_same_v<T, pi::gguf::array_value>)
-                return x.elem_type == y.elem_type && x.elems == y.elems;
-            else
-                return x == y;
-        },
-        a.data);
+    return a.type == b.type && a.data == b.data;
 }
 
 std::vector<float> to_floats(const pi::gguf::tensor_info& t) {

@@ -174,7 +174,9 @@ void json_run(json_writer& j, const report& r, const run_result& run) {
         // device, and how long each side of the hybrid layers waited.
         json_integers(j, {{"decode_bytes_to_device", run.decode_bytes_to_device},
                           {"decode_bytes_to_host", run.decode_bytes_to_host},
-                          {"decode_downloads", run.decode_downloads}});
+                          {"decode_downloads", run.decode_downloads},
+                          {"decode_device_kernels", run.decode_device_kernels},
+                          {"decode_device_launches", run.decode_device_launches}});
         json_number_or_null(j, "cpu_wait_seconds", run.tg ? run.cpu_wait_seconds : NAN);
         json_number_or_null(j, "device_wait_seconds", run.tg ? run.device_wait_seconds : NAN);
         j.end_object();
@@ -247,15 +249,16 @@ void print_markdown(const report& r, std::FILE* out) {
         std::fputs(
             "\n| model | mode | offload device | on the device | attention layers | predictors | "
             "output | KV cache | FFN neurons | crossing per token (to device / to host) | "
-            "downloads per token | waits per token (CPU / device) |\n",
+            "downloads per token | waits per token (CPU / device) | device kernels / "
+            "submissions per token |\n",
             out);
-        std::fputs(
-            "| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n",
-            out);
+        std::fputs("| --- | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: "
+                   "| ---: |\n",
+                   out);
         for (const run_result& run : r.runs) {
             const offload_facts& f = run.offload;
             if (f.device.empty()) {
-                std::fprintf(out, "| %s | %s | none | - | - | - | - | - | - | - | - | - |\n",
+                std::fprintf(out, "| %s | %s | none | - | - | - | - | - | - | - | - | - | - |\n",
                              model_cell(run.model).c_str(), mode_name(run.run_mode));
                 continue;
             }
@@ -271,8 +274,17 @@ void print_markdown(const report& r, std::FILE* out) {
                 tg ? fixed(1e6 * run.per_decode_token(run.cpu_wait_seconds), 0) + " / " +
                          fixed(1e6 * run.per_decode_token(run.device_wait_seconds), 0) + " us"
                    : "-";
+            const std::string submissions =
+                tg && run.decode_device_kernels > 0
+                    ? fixed(run.per_decode_token(static_cast<double>(run.decode_device_kernels)),
+                            0) +
+                          " / " +
+                          fixed(
+                              run.per_decode_token(static_cast<double>(run.decode_device_launches)),
+                              1)
+                    : "-";
             std::fprintf(
-                out, "| %s | %s | %s | %s | %d/%d | %d/%d | %s | %s | %s | %s | %s | %s |\n",
+                out, "| %s | %s | %s | %s | %d/%d | %d/%d | %s | %s | %s | %s | %s | %s | %s |\n",
                 model_cell(run.model).c_str(), mode_name(run.run_mode), f.device.c_str(),
                 bytes_binary(static_cast<double>(f.bytes)).c_str(), f.attn_layers,
                 run.model.n_layer, f.predictor_layers, run.model.n_layer, f.output ? "yes" : "no",
@@ -281,7 +293,7 @@ void print_markdown(const report& r, std::FILE* out) {
                 tg ? fixed(run.per_decode_token(static_cast<double>(run.decode_downloads)), 1)
                          .c_str()
                    : "-",
-                waits.c_str());
+                waits.c_str(), submissions.c_str());
         }
     }
 

@@ -200,6 +200,8 @@ outcome run_benchmark(const std::string& path, mode m, const options& o, run_res
         out.decode_downloads = stats.decode_downloads;
         out.cpu_wait_seconds = stats.cpu_wait_seconds;
         out.device_wait_seconds = stats.device_wait_seconds;
+        out.decode_device_kernels = stats.decode_device_kernels;
+        out.decode_device_launches = stats.decode_device_launches;
     }
     ctx.reset(); // the next tests make contexts of their own
     if (o.parallel > 1) {

@@ -53,6 +53,9 @@ struct run_result {
     // Copies between the host and the offload device over the timed tg runs (docs/hybrid.md).
     uint64_t decode_bytes_to_device = 0, decode_bytes_to_host = 0, decode_downloads = 0;
     double cpu_wait_seconds = 0, device_wait_seconds = 0;
+    // Graph sessions on the device: the kernels of the timed decoded tokens and the
+    // submissions they took (0 and 0 without graphs).
+    uint64_t decode_device_kernels = 0, decode_device_launches = 0;
     uint64_t kv_cache_bytes = 0; // F16 K and V of every layer for n_ctx positions
     uint64_t peak_rss = 0;
     bool peak_rss_of_run_only = false; // false: the peak covers the whole process so far
