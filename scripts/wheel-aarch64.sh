@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Cross-builds the Python wheel for Linux aarch64 on an x86-64 Debian machine, installs it for an
-# arm64 CPython and runs the binding's whole test suite with that CPython under qemu-user
+# arm64 CPython and runs the binding's test suite with that CPython under qemu-user
 # (docs/arm64.md, "The Python wheel").
 #
 #   scripts/wheel-aarch64.sh [work-dir]   (default build-wheel-aarch64)
 #   JOBS=N (default 2)
+#   WHEEL_TESTS="test_model test_generate ...": the test files to run (default: all of them)
 #   HOST_PYTHON=python with the x86-64 wheel installed: its greedy text on a synthetic model is
 #   compared with the aarch64 wheel's (optional)
 #
@@ -23,6 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(realpath -m "${1:-$root/build-wheel-aarch64}")
 jobs=${JOBS:-2}
+tests=${WHEEL_TESTS:-}
 build_python=/usr/bin/python3
 
 for tool in aarch64-linux-gnu-g++ aarch64-linux-gnu-readelf qemu-aarch64 taskset apt-get dpkg; do
@@ -102,10 +104,16 @@ for script in "$site"/bin/powerinfer-*; do
   chmod +x "$work/bin/${script##*/}"
 done
 
-echo "== the binding's tests, arm64 CPython under qemu"
+echo "== the binding's tests, arm64 CPython under qemu: ${tests:-all}"
 # From outside the source tree, so that only the installed package can be imported.
+test_paths=()
+if [[ -n $tests ]]; then
+  for t in $tests; do test_paths+=("$root/bindings/python/tests/$t.py"); done
+else
+  test_paths=("$root/bindings/python/tests")
+fi
 (cd "$work" && PYTHONPATH="$site" "$arm_python" -s -m pytest -p no:cacheprovider -q \
-  "$root/bindings/python/tests")
+  "${test_paths[@]}")
 
 if [[ -n ${HOST_PYTHON:-} ]]; then
   echo "== greedy tokens of the Q4_0 fixture: aarch64 wheel under qemu against the x86-64 wheel"
