@@ -1,13 +1,8 @@
 // pi-server: loads one model and serves it over HTTP to several clients at once
 // (docs/server.md).
 #include <httplib.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -19,6 +14,7 @@
 #include "routes.hpp"
 #include "scheduler.hpp"
 #include "server_options.hpp"
+#include "server_os.hpp"
 #include "tool.h"
 
 extern "C" const char tool_name[] = "pi-server";
@@ -53,75 +49,43 @@ int32_t default_n_ctx(const pi_model* model, int32_t n_slots) {
     return per_slot * n_slots;
 }
 
-// Debian's httplib is a compiled library whose listening socket queues 5 connections: a burst of
-// clients overflows it, and the kernel drops their SYNs or falls back to SYN cookies, under which
-// a connection can be reset. Linux and the BSDs take a second listen() on a listening socket as
-// a new queue length.
+// The listening socket, which httplib keeps to itself.
 class http_server : public httplib::Server {
   public:
-    bool widen_listen_queue(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+    bool widen_listen_queue(int backlog) {
+        return pi_server::widen_listen_queue(svr_sock_, backlog);
+    }
 };
 
-// SIGINT/SIGTERM, taken by one thread with sigwait: the first drains, a second ends the process
-// at once. SIGUSR1 tells the thread that the server has stopped by itself.
-class signal_watch {
+// The first stop request drains: new requests get 503, the scheduler finishes what it has, the
+// replies finish writing, then the listener stops.
+class drainer {
   public:
-    static void block_in_every_thread() {
-        sigset_t set = signals();
-        pthread_sigmask(SIG_BLOCK, &set, nullptr);
-        signal(SIGPIPE, SIG_IGN); // a client gone mid-write is an error return, not a death
+    drainer(server_state& state, httplib::Server& http) : state_(state), http_(http) {}
+    ~drainer() {
+        if (thread_.joinable()) thread_.join();
     }
+    drainer(const drainer&) = delete;
+    drainer& operator=(const drainer&) = delete;
 
-    signal_watch(server_state& state, httplib::Server& http) {
-        thread_ = std::thread([this, &state, &http] { watch(state, http); });
-    }
-    ~signal_watch() {
-        done_ = true;
-        pthread_kill(thread_.native_handle(), SIGUSR1);
-        thread_.join();
-        if (drainer_.joinable()) drainer_.join();
+    void start() {
+        tool_note("draining: finishing the requests in flight (a second stop request exits now)");
+        state_.draining = true;
+        thread_ = std::thread([this] {
+            state_.jobs->drain();
+            // The scheduler is done, but a reply may still be writing its last chunks: stopping
+            // the listener now would cut them off.
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (state_.counters->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            http_.stop();
+        });
     }
 
   private:
-    static sigset_t signals() {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGUSR1);
-        return set;
-    }
-
-    void watch(server_state& state, httplib::Server& http) {
-        const sigset_t set = signals();
-        bool draining = false;
-        for (;;) {
-            int sig = 0;
-            if (sigwait(&set, &sig) != 0 || done_) return;
-            if (sig == SIGUSR1) continue;
-            if (draining) {
-                tool_note("second signal: exiting without draining");
-                _exit(1);
-            }
-            draining = true;
-            tool_note("draining: finishing the requests in flight (a second signal exits now)");
-            state.draining = true;
-            drainer_ = std::thread([&state, &http] {
-                state.jobs->drain();
-                // The scheduler is done, but a reply may still be writing its last chunks:
-                // stopping the listener now would cut them off.
-                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                while (state.counters->in_flight() > 0 &&
-                       std::chrono::steady_clock::now() < deadline)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                http.stop();
-            });
-        }
-    }
-
-    std::atomic<bool> done_{false};
+    server_state& state_;
+    httplib::Server& http_;
     std::thread thread_;
-    std::thread drainer_;
 };
 
 // The chat template the routes render with: --chat-template, else the model's, else chatml (as
@@ -183,7 +147,8 @@ int serve(server_options o) {
               jobs->n_slots(), jobs->n_ctx_per_slot(), scheduling.n_ctx);
     tool_note("listening on http://%s:%d", o.host.c_str(), port);
     {
-        signal_watch watch(state, http);
+        drainer drain(state, http);
+        const stop_requests stops([&drain] { drain.start(); });
         if (!http.listen_after_bind()) {
             if (!state.draining) return tool_fail(1, "the HTTP server stopped unexpectedly");
         }
@@ -196,7 +161,7 @@ int serve(server_options o) {
 } // namespace
 
 int main(int argc, char** argv) {
-    signal_watch::block_in_every_thread();
+    prepare_process();
     server_options options;
     if (const int rc = parse_server_options(argc, argv, &options); rc != 0) return rc;
     return serve(options);
