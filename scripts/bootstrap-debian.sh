@@ -9,8 +9,9 @@
 #   --server-tests   also install what pi-server's tests drive it with: curl, ss (iproute2),
 #                    chromium and chromium-driver (the chat page in a headless browser)
 #   --fuzz           also install clang and its libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
-#   --windows        also install mingw-w64 and Wine, for the Windows cross-build and its tests
-#                    (scripts/cross-windows.sh)
+#   --windows        also install mingw-w64 and Wine, for the Windows cross-build and its tests,
+#                    and curl and xz, which fetch and unpack httplib's source for pi-server.exe
+#                    and ask it over HTTP (scripts/cross-windows.sh)
 #   --aarch64        also install the AArch64 cross compiler, qemu-user and oneTBB for arm64 (the
 #                    arm64 architecture is added to dpkg), for scripts/cross-aarch64.sh
 set -euo pipefail
@@ -23,7 +24,7 @@ for arg in "$@"; do
     --hip) packages+=(hipcc) ;;
     --server-tests) packages+=(curl iproute2 chromium chromium-driver) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    --windows) packages+=(mingw-w64 g++-mingw-w64-x86-64-posix wine wine64) ;;
+    --windows) packages+=(mingw-w64 g++-mingw-w64-x86-64-posix wine wine64 curl xz-utils) ;;
     --aarch64)
         packages+=(g++-aarch64-linux-gnu qemu-user libtbb-dev:arm64)
         foreign_arch=arm64
