@@ -12,20 +12,20 @@
 
 #if !defined(POWERINFER_THREADING_POOL)
 #include <oneapi/tbb/global_control.h>
-#endif
-
-namespace pi::faults {
 
 namespace {
-
-#if !defined(POWERINFER_THREADING_POOL)
 // fork() copies the calling thread only. A child of run_without_write_access runs the library's
 // loops (a quantization, a load and a token): had one of oneTBB's workers held the scheduler's
 // lock at the fork, the child would wait for it forever (a 900 s CTest timeout, seen once under
 // load). With one thread allowed, oneTBB starts no workers in this program, so there is nothing
 // to inherit. The loops' results are the same at any thread count (platform/parallel.hpp).
 const tbb::global_control no_workers(tbb::global_control::max_allowed_parallelism, 1);
+} // namespace
 #endif
+
+namespace pi::faults {
+
+namespace {
 
 int exit_status(pid_t pid) {
     int status = 0;
